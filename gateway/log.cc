@@ -21,6 +21,7 @@ const char* LevelName(LogLevel l) {
     case LogLevel::kInfo: return "info";
     case LogLevel::kWarn: return "warn";
     case LogLevel::kError: return "error";
+    case LogLevel::kOff: return "off";
   }
   return "info";
 }
@@ -31,7 +32,7 @@ std::string NowUtc() {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  char buf[40];
+  char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
@@ -81,5 +82,6 @@ RequestScope::RequestScope(std::string request_id) { t_request_id = std::move(re
 RequestScope::~RequestScope() { t_request_id.clear(); }
 
 const std::string& CurrentRequestId() { return t_request_id; }
+void SetCurrentRequestId(std::string request_id) { t_request_id = std::move(request_id); }
 
 }  // namespace paintlock::gateway

@@ -14,7 +14,7 @@
 
 namespace paintlock::gateway {
 
-enum class LogLevel { kDebug, kInfo, kWarn, kError };
+enum class LogLevel { kDebug, kInfo, kWarn, kError, kOff };
 
 // Names the process in every line ("gateway", "paintlockctl", "fake-stripe").
 void SetLogComponent(std::string component);
@@ -43,5 +43,7 @@ class RequestScope {
 };
 
 const std::string& CurrentRequestId();
+// For servers whose request start and end are separate callbacks.
+void SetCurrentRequestId(std::string request_id);
 
 }  // namespace paintlock::gateway

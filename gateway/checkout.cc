@@ -1,0 +1,198 @@
+#include "gateway/checkout.h"
+
+#include <ctime>
+#include <set>
+
+#include "gateway/log.h"
+
+namespace paintlock::gateway {
+
+namespace {
+
+// A cart can be taken over at most this many times in one request (each
+// take-over frees a painting someone else may grab before our next try).
+constexpr int kReserveAttempts = 3;
+
+// Re-types an outcome as a narrower or wider outcome variant. Alternatives the
+// target cannot hold are bugs upstream, reported as internal failures.
+template <class To, class From>
+To Narrow(const From& from) {
+  return std::visit(
+      [](const auto& o) -> To {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_constructible_v<To, T>) {
+          return To(o);
+        } else {
+          return locks::DbFailure{locks::DbFailureKind::kInternal, "unexpected outcome"};
+        }
+      },
+      from);
+}
+
+StripeFailed FailureOf(const stripe::StripeError& e) {
+  return StripeFailed{e.Unavailable(), e.type, e.message};
+}
+
+}  // namespace
+
+CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart) {
+  auto entries_or = catalogue_.ForCart(cart);
+  if (auto* f = std::get_if<locks::DbFailure>(&entries_or)) return *f;
+  const auto& entries = std::get<std::vector<locks::CatalogueEntry>>(entries_or);
+  if (entries.size() != cart.size()) {
+    std::set<std::string> known;
+    for (const auto& e : entries) known.insert(e.id);
+    for (const auto& id : cart) {
+      if (!known.count(id)) return locks::Unknown{id};
+    }
+  }
+  std::set<std::string> currencies;
+  for (const auto& e : entries) currencies.insert(e.currency);
+  if (currencies.size() > 1) return MixedCurrency{{currencies.begin(), currencies.end()}};
+
+  ReserveResult reserved = Reserve(cart, std::nullopt);
+  if (!std::holds_alternative<locks::Granted>(reserved)) {
+    return Narrow<CheckoutOutcome>(reserved);
+  }
+  const locks::Granted granted = std::get<locks::Granted>(reserved);
+  LogInfo("reservation_granted", {{"reservation_id", granted.reservation_id},
+                                  {"paintings", cart},
+                                  {"held_until", granted.held_until}});
+
+  stripe::CreateSessionParams params;
+  params.idempotency_key = granted.reservation_id;
+  for (const auto& e : entries) params.line_items.push_back({e.title, e.price_minor, e.currency});
+  params.success_url = settings_.success_url;
+  params.cancel_url = settings_.cancel_url;
+  params.expires_at_unix = static_cast<std::int64_t>(std::time(nullptr)) + settings_.session_ttl.count();
+  params.client_reference_id = granted.reservation_id;
+  params.metadata["reservation_id"] = granted.reservation_id;
+  auto created = stripe_.CreateCheckoutSession(params);
+  if (const auto* err = stripe::ErrorOf(created)) {
+    LogWarn("stripe_session_failed", {{"reservation_id", granted.reservation_id},
+                                      {"stripe_status", err->http_status},
+                                      {"stripe_type", err->type},
+                                      {"stripe_message", err->message}});
+    auto released = reservations_.Release(granted.reservation_id,
+                                          err->Unavailable() ? "stripe_unavailable" : "stripe_error",
+                                          "gateway");
+    if (std::holds_alternative<locks::DbFailure>(released)) {
+      // The hold lapses by itself; nothing is lost but a few minutes.
+      LogWarn("release_after_stripe_failure_failed", {{"reservation_id", granted.reservation_id}});
+    }
+    return FailureOf(*err);
+  }
+  const stripe::CheckoutSession& session = std::get<stripe::CheckoutSession>(created);
+
+  auto attached = reservations_.AttachSession(granted.reservation_id, session.id,
+                                              session.expires_at_unix ? session.expires_at_unix
+                                                                      : params.expires_at_unix);
+  if (auto* f = std::get_if<locks::DbFailure>(&attached)) {
+    // We cannot tell whether it attached: leave the session open. Its webhooks
+    // name the reservation in metadata, and a take-over will expire it.
+    return *f;
+  }
+  if (!std::get<bool>(attached)) {
+    LogWarn("reservation_lost_during_stripe_call",
+            {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
+    auto expired = stripe_.ExpireCheckoutSession(session.id);
+    if (stripe::ErrorOf(expired)) {
+      LogWarn("expire_after_lost_reservation_failed", {{"session_id", session.id}});
+    }
+    return WhatIsInTheWay(cart);
+  }
+  LogInfo("checkout_started", {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
+  return CheckoutStarted{granted.reservation_id, session.url, granted.held_until};
+}
+
+Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,
+                                         const std::optional<std::string>& buyer_ref) {
+  for (int attempt = 1;; ++attempt) {
+    locks::ReserveOutcome outcome = reservations_.Reserve(cart, buyer_ref);
+    if (auto* takeover = std::get_if<locks::TakeOverNeeded>(&outcome)) {
+      if (attempt == kReserveAttempts) {
+        return locks::DbFailure{locks::DbFailureKind::kContended, "take-over raced"};
+      }
+      for (const auto& lapsed : takeover->sessions) {
+        if (auto stop = TakeOver(lapsed)) {
+          return Narrow<ReserveResult>(*stop);
+        }
+      }
+      continue;
+    }
+    return Narrow<ReserveResult>(outcome);
+  }
+}
+
+std::optional<CheckoutOutcome> Checkout::TakeOver(const locks::LapsedSession& lapsed) {
+  LogInfo("take_over_attempt", {{"painting", lapsed.painting},
+                                {"reservation_id", lapsed.reservation_id},
+                                {"session_id", lapsed.session_id}});
+  auto expired = stripe_.ExpireCheckoutSession(lapsed.session_id);
+  stripe::CheckoutSession session;
+  if (const auto* err = stripe::ErrorOf(expired)) {
+    if (err->Unavailable()) {
+      return TakeOverRefused(lapsed, *err);
+    }
+    // Stripe refused to expire it: it is no longer open. Ask what it is.
+    auto retrieved = stripe_.RetrieveCheckoutSession(lapsed.session_id);
+    if (const auto* rerr = stripe::ErrorOf(retrieved)) return TakeOverRefused(lapsed, *rerr);
+    session = std::get<stripe::CheckoutSession>(retrieved);
+  } else {
+    session = std::get<stripe::CheckoutSession>(expired);
+  }
+  webhooks::SessionFacts facts = webhooks::FactsOf(session);
+  if (facts.reservation_id.empty()) facts.reservation_id = lapsed.reservation_id;
+  auto applied = fulfilment_.Apply(facts, "", "session.retrieved", "take_over");
+  if (auto* failure = std::get_if<webhooks::FulfilmentFailure>(&applied)) {
+    return locks::DbFailure{*failure == webhooks::FulfilmentFailure::kInternal
+                                ? locks::DbFailureKind::kInternal
+                                : locks::DbFailureKind::kUnavailable,
+                            "take-over could not record Stripe's answer"};
+  }
+  const auto& result = std::get<webhooks::FulfilmentResult>(applied);
+  LogInfo("take_over_decided", {{"painting", lapsed.painting},
+                                {"reservation_id", lapsed.reservation_id},
+                                {"session_id", lapsed.session_id},
+                                {"stripe_status", session.status},
+                                {"payment_status", session.payment_status},
+                                {"outcome", result.outcome}});
+  if (session.status == "expired" || session.status == "open") return std::nullopt;
+  // Complete: sold to the first buyer, or still settling a delayed payment.
+  return WhatIsInTheWay({lapsed.painting});
+}
+
+CheckoutOutcome Checkout::TakeOverRefused(const locks::LapsedSession& lapsed,
+                                          const stripe::StripeError& error) {
+  LogWarn("take_over_refused", {{"painting", lapsed.painting},
+                                {"reservation_id", lapsed.reservation_id},
+                                {"session_id", lapsed.session_id},
+                                {"stripe_status", error.http_status},
+                                {"stripe_type", error.type}});
+  locks::AuditEntry entry;
+  entry.actor = "take_over";
+  entry.action = "take_over_refused";
+  entry.reservation_id = lapsed.reservation_id;
+  entry.painting_id = lapsed.painting;
+  entry.session_id = lapsed.session_id;
+  entry.reason = "Stripe could not confirm the lapsed session is closed; nobody gets the painting yet";
+  entry.details = {{"stripe_status", error.http_status}, {"stripe_type", error.type},
+                   {"stripe_message", error.message}};
+  audit_.Record(entry);
+  return StripeFailed{true, error.type, error.message};
+}
+
+CheckoutOutcome Checkout::WhatIsInTheWay(const std::vector<std::string>& cart) {
+  for (const auto& id : cart) {
+    auto view = catalogue_.Get(id);
+    if (auto* f = std::get_if<locks::DbFailure>(&view)) return *f;
+    const auto& v = std::get<std::optional<locks::PaintingView>>(view);
+    if (!v) return locks::Unknown{id};
+    if (v->state == "sold") return locks::Sold{id};
+    if (v->state == "reserved") return locks::Busy{id, v->free_at, v->retry_after_seconds};
+  }
+  // Nothing visible stands in the way any more: ask the buyer to try again.
+  return locks::DbFailure{locks::DbFailureKind::kContended, "cart changed while reserving"};
+}
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,98 @@
+// The checkout flow behind the storefront's "buy" button (DESIGN.md, Flows).
+//
+//  1. Read the cart's catalogue entries (prices and names come from here,
+//     never from the request).
+//  2. Reserve every painting or none (locks::ReservationStore): one short
+//     statement, no lock held afterwards. A lapsed hold whose Stripe session
+//     may still be open is taken over first: the session is expired at Stripe
+//     before the painting passes on; if Stripe says it was paid, the painting
+//     is sold to that buyer; if Stripe cannot be reached, nobody gets it now.
+//  3. Outside any transaction, create the Checkout Session with the
+//     reservation id as Idempotency-Key, client_reference_id and metadata.
+//  4. Attach the session, checking the reservation still holds everything;
+//     if it lost a painting meanwhile, expire the session and report the 409.
+//  If Stripe fails, the reservation is released before answering.
+//
+// Thread-safe; holds no state of its own between calls.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "locks/audit.h"
+#include "locks/catalogue.h"
+#include "locks/reservations.h"
+#include "stripe/client.h"
+#include "webhooks/fulfilment.h"
+
+namespace paintlock::gateway {
+
+struct CheckoutStarted {
+  std::string reservation_id;
+  std::string checkout_url;
+  std::string held_until;
+};
+struct MixedCurrency {
+  std::vector<std::string> currencies;
+};
+struct StripeFailed {
+  bool unavailable = true;  // true: 503 (retry later); false: 502 (Stripe refused)
+  std::string stripe_type;
+  std::string stripe_message;
+};
+
+using CheckoutOutcome = std::variant<CheckoutStarted, locks::Busy, locks::Sold, locks::Unknown,
+                                     MixedCurrency, StripeFailed, locks::DbFailure>;
+
+struct CheckoutSettings {
+  std::string success_url;
+  std::string cancel_url;
+  std::chrono::seconds session_ttl{35 * 60};
+};
+
+class Checkout {
+ public:
+  Checkout(locks::Catalogue& catalogue, locks::ReservationStore& reservations,
+           stripe::StripeClient& stripe, webhooks::Fulfilment& fulfilment, locks::AuditLog& audit,
+           CheckoutSettings settings)
+      : catalogue_(catalogue),
+        reservations_(reservations),
+        stripe_(stripe),
+        fulfilment_(fulfilment),
+        audit_(audit),
+        settings_(std::move(settings)) {}
+
+  // `cart` is non-empty, without duplicates, at most 100 valid ids.
+  CheckoutOutcome Start(const std::vector<std::string>& cart);
+
+  // Step 2 alone, for the server-to-server reservations API: reserve every
+  // painting or none, taking over lapsed holds as above. Never a
+  // TakeOverNeeded; Stripe trouble during a take-over comes back as
+  // StripeFailed.
+  using ReserveResult = std::variant<locks::Granted, locks::Busy, locks::Sold, locks::Unknown,
+                                     StripeFailed, locks::DbFailure>;
+  ReserveResult Reserve(const std::vector<std::string>& cart,
+                        const std::optional<std::string>& buyer_ref);
+
+ private:
+  // Expires a lapsed holder's session at Stripe and applies what Stripe says.
+  // nullopt: the painting may pass on now; otherwise the outcome for the buyer.
+  std::optional<CheckoutOutcome> TakeOver(const locks::LapsedSession& lapsed);
+  // Stripe could not say what became of a lapsed holder's session: nobody
+  // gets the painting on this request (fail safe), and the refusal is audited.
+  CheckoutOutcome TakeOverRefused(const locks::LapsedSession& lapsed,
+                                  const stripe::StripeError& error);
+  // What stands in the way of a cart right now (after a lost attach).
+  CheckoutOutcome WhatIsInTheWay(const std::vector<std::string>& cart);
+
+  locks::Catalogue& catalogue_;
+  locks::ReservationStore& reservations_;
+  stripe::StripeClient& stripe_;
+  webhooks::Fulfilment& fulfilment_;
+  locks::AuditLog& audit_;
+  const CheckoutSettings settings_;
+};
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,199 @@
+#include "gateway/config.h"
+
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+
+namespace paintlock::gateway {
+
+std::optional<std::string> ProcessEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+namespace {
+
+class Reader {
+ public:
+  Reader(const EnvLookup& env, std::vector<std::string>* problems) : env_(env), problems_(problems) {}
+
+  std::optional<std::string> Get(const std::string& name) { return env_(name); }
+
+  void Integer(const std::string& name, long lo, long hi, const char* what, int* out) {
+    auto v = env_(name);
+    if (!v) return;
+    char* end = nullptr;
+    long n = std::strtol(v->c_str(), &end, 10);
+    if (end == v->c_str() || *end != '\0' || n < lo || n > hi) {
+      Problem(name, std::string("must be ") + what + " from " + std::to_string(lo) + " to " +
+                        std::to_string(hi) + ", got \"" + *v + "\"");
+      return;
+    }
+    *out = static_cast<int>(n);
+  }
+
+  template <class Duration>
+  void Seconds(const std::string& name, long lo, long hi, Duration* out) {
+    int n = -1;
+    Integer(name, lo, hi, "a whole number of seconds", &n);
+    if (n >= 0) *out = std::chrono::duration_cast<Duration>(std::chrono::seconds(n));
+  }
+
+  void Millis(const std::string& name, long lo, long hi, std::chrono::milliseconds* out) {
+    int n = -1;
+    Integer(name, lo, hi, "a whole number of milliseconds", &n);
+    if (n >= 0) *out = std::chrono::milliseconds(n);
+  }
+
+  void Problem(const std::string& name, const std::string& text) {
+    problems_->push_back(name + ": " + text);
+  }
+
+ private:
+  const EnvLookup& env_;
+  std::vector<std::string>* problems_;
+};
+
+bool IsHttpUrl(const std::string& url) {
+  static const std::regex re(R"(^https?://[^\s/?#]+(/[^\s]*)?$)");
+  return std::regex_match(url, re);
+}
+
+std::string TrimSlash(std::string s) {
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems) {
+  Config c;
+  Reader r(env, problems);
+
+  if (auto v = r.Get("DATABASE_URL")) {
+    c.database_url = *v;
+  } else {
+    r.Problem("DATABASE_URL", "is required (a libpq URI such as postgresql://user@host/db)");
+  }
+
+  if (auto v = r.Get("PAINTLOCK_LISTEN")) {
+    static const std::regex re(R"(^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$)");
+    std::smatch m;
+    if (!std::regex_match(*v, m, re) || std::stol(m[2]) > 65535) {
+      r.Problem("PAINTLOCK_LISTEN", "must be HOST:PORT such as 127.0.0.1:8080, got \"" + *v + "\"");
+    } else {
+      c.listen_host = m[1];
+      if (c.listen_host.front() == '[') c.listen_host = c.listen_host.substr(1, c.listen_host.size() - 2);
+      c.listen_port = std::stoi(m[2]);
+      c.public_url = "http://" + std::string(m[1]) + ":" + std::string(m[2]);
+    }
+  }
+  if (auto v = r.Get("PAINTLOCK_PUBLIC_URL")) {
+    if (!IsHttpUrl(*v)) {
+      r.Problem("PAINTLOCK_PUBLIC_URL", "must be an http(s) URL, got \"" + *v + "\"");
+    } else {
+      c.public_url = TrimSlash(*v);
+    }
+  }
+  c.success_url = c.public_url + "/shop/success.html?session_id={CHECKOUT_SESSION_ID}";
+  c.cancel_url = c.public_url + "/shop/";
+  if (auto v = r.Get("PAINTLOCK_SUCCESS_URL")) {
+    if (!IsHttpUrl(*v)) r.Problem("PAINTLOCK_SUCCESS_URL", "must be an http(s) URL");
+    else c.success_url = *v;
+  }
+  if (auto v = r.Get("PAINTLOCK_CANCEL_URL")) {
+    if (!IsHttpUrl(*v)) r.Problem("PAINTLOCK_CANCEL_URL", "must be an http(s) URL");
+    else c.cancel_url = *v;
+  }
+
+  if (auto v = r.Get("STRIPE_SECRET_KEY")) {
+    if (v->rfind("sk_", 0) != 0 && v->rfind("rk_", 0) != 0) {
+      r.Problem("STRIPE_SECRET_KEY", "must be a Stripe secret key (sk_live_…, sk_test_… or rk_…)");
+    } else {
+      c.stripe_secret_key = *v;
+    }
+  } else {
+    r.Problem("STRIPE_SECRET_KEY", "is required (sk_test_… for test mode)");
+  }
+  if (auto v = r.Get("STRIPE_API_BASE")) c.stripe_api_base = TrimSlash(*v);
+  if (auto v = r.Get("STRIPE_CA_FILE")) c.stripe_ca_file = *v;
+  if (auto v = r.Get("STRIPE_WEBHOOK_SECRET")) {
+    c.stripe_webhook_secrets = SplitCommas(*v);
+    for (const auto& s : c.stripe_webhook_secrets) {
+      if (s.rfind("whsec_", 0) != 0) {
+        r.Problem("STRIPE_WEBHOOK_SECRET", "every secret must start with whsec_ (comma-separated list)");
+        break;
+      }
+    }
+  }
+  r.Integer("STRIPE_MAX_RETRIES", 0, 10, "a whole number", &c.stripe_max_retries);
+  r.Millis("STRIPE_TIMEOUT_MS", 100, 120000, &c.stripe_timeout);
+  r.Seconds("STRIPE_WEBHOOK_TOLERANCE_SECONDS", 1, 3600, &c.webhook_tolerance);
+
+  if (auto v = r.Get("PAINTLOCK_API_KEY")) {
+    if (v->size() < 16) r.Problem("PAINTLOCK_API_KEY", "must be at least 16 characters");
+    else c.api_key = *v;
+  }
+  r.Seconds("PAINTLOCK_HOLD_SECONDS", 1, 86400, &c.hold_ttl);
+  r.Seconds("PAINTLOCK_SESSION_SECONDS", 1860, 86400, &c.session_ttl);
+  r.Seconds("PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS", 60, 60L * 86400, &c.delayed_payment_hold);
+  r.Integer("PAINTLOCK_HTTP_THREADS", 2, 1024, "a whole number", &c.http_threads);
+  r.Integer("PAINTLOCK_DB_POOL", 1, 512, "a whole number", &c.db_pool_size);
+  r.Millis("PAINTLOCK_DB_LOCK_TIMEOUT_MS", 10, 60000, &c.db_lock_timeout);
+  r.Millis("PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", 100, 600000, &c.db_statement_timeout);
+  int max_body = static_cast<int>(c.max_body_bytes);
+  r.Integer("PAINTLOCK_MAX_BODY_BYTES", 1024, 16 * 1024 * 1024, "a number of bytes", &max_body);
+  c.max_body_bytes = static_cast<std::size_t>(max_body);
+  if (auto v = r.Get("PAINTLOCK_STOREFRONT_DIR")) c.storefront_dir = *v;
+  if (auto v = r.Get("PAINTLOCK_LOG_LEVEL")) {
+    if (*v != "debug" && *v != "info" && *v != "warn" && *v != "error") {
+      r.Problem("PAINTLOCK_LOG_LEVEL", "must be debug, info, warn or error");
+    } else {
+      c.log_level = *v;
+    }
+  }
+  return c;
+}
+
+std::string ConfigHelp() {
+  return R"(Configuration (environment variables):
+  DATABASE_URL                      PostgreSQL connection URI (required)
+  PAINTLOCK_LISTEN                  HOST:PORT to listen on (default 127.0.0.1:8080; port 0 = any)
+  PAINTLOCK_PUBLIC_URL              URL buyers use to reach the gateway (default http://LISTEN)
+  PAINTLOCK_SUCCESS_URL             Stripe success_url (default PUBLIC_URL/shop/success.html?session_id={CHECKOUT_SESSION_ID})
+  PAINTLOCK_CANCEL_URL              Stripe cancel_url (default PUBLIC_URL/shop/)
+  PAINTLOCK_API_KEY                 Bearer key for /v1/reservations (>= 16 chars; unset: disabled)
+  PAINTLOCK_HOLD_SECONDS            how long a reservation holds its paintings (default 420)
+  PAINTLOCK_SESSION_SECONDS         Stripe session lifetime, 1860..86400 (default 2100)
+  PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS  hold while a delayed payment settles (default 1209600)
+  PAINTLOCK_HTTP_THREADS            HTTP worker threads (default 64)
+  PAINTLOCK_DB_POOL                 PostgreSQL connections (default 32)
+  PAINTLOCK_DB_LOCK_TIMEOUT_MS      lock_timeout (default 1000)
+  PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
+  PAINTLOCK_MAX_BODY_BYTES          largest request body (default 65536)
+  PAINTLOCK_STOREFRONT_DIR          serve a static storefront at /shop/ (optional)
+  PAINTLOCK_LOG_LEVEL               debug | info | warn | error (default info)
+  STRIPE_SECRET_KEY                 sk_… (required)
+  STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
+  STRIPE_CA_FILE                    extra CA bundle to trust (optional)
+  STRIPE_WEBHOOK_SECRET             whsec_…[,whsec_…] (several while rolling a secret)
+  STRIPE_WEBHOOK_TOLERANCE_SECONDS  signature age limit (default 300)
+  STRIPE_MAX_RETRIES                retries on network errors, 409, 429, 5xx (default 2)
+  STRIPE_TIMEOUT_MS                 read timeout per Stripe request (default 20000)
+)";
+}
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,61 @@
+// The gateway's configuration, read from the environment at start-up.
+//
+// ParseConfig checks everything at once and reports one line per problem, so
+// an operator fixes a bad deployment in one go. Secrets (STRIPE_SECRET_KEY,
+// STRIPE_WEBHOOK_SECRET, PAINTLOCK_API_KEY, passwords in DATABASE_URL) never
+// appear in a problem line or a log.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace paintlock::gateway {
+
+struct Config {
+  std::string database_url;
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 8080;  // 0: any free port (logged at start)
+  std::string public_url = "http://127.0.0.1:8080";  // where buyers reach the gateway
+  std::string success_url;  // default: {public_url}/shop/success.html?session_id={CHECKOUT_SESSION_ID}
+  std::string cancel_url;   // default: {public_url}/shop/
+
+  std::string stripe_secret_key;
+  std::string stripe_api_base = "https://api.stripe.com";
+  std::string stripe_ca_file;  // optional extra trust (tests); default: the system store
+  std::vector<std::string> stripe_webhook_secrets;
+  int stripe_max_retries = 2;
+  std::chrono::milliseconds stripe_timeout{20000};
+  std::chrono::seconds webhook_tolerance{300};
+
+  std::string api_key;  // server-to-server endpoints; empty: they answer 401
+  std::chrono::seconds hold_ttl{420};
+  std::chrono::seconds session_ttl{35 * 60};  // Stripe's minimum is 30 min: keep a margin
+  std::chrono::seconds delayed_payment_hold{14 * 24 * 3600};
+
+  int http_threads = 64;
+  int db_pool_size = 32;
+  std::chrono::milliseconds db_lock_timeout{1000};
+  std::chrono::milliseconds db_statement_timeout{5000};
+  std::size_t max_body_bytes = 64 * 1024;
+  std::string storefront_dir;  // served at /shop/ when set
+  std::string log_level = "info";
+};
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment.
+std::optional<std::string> ProcessEnv(const std::string& name);
+
+// Reads every setting; each problem found is appended to *problems as one
+// line ("PAINTLOCK_HOLD_SECONDS: must be a whole number of seconds from 30 to
+// 86400, got \"abc\""). The config is usable only when *problems is empty.
+Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems);
+
+// The help text listing every variable with its default.
+std::string ConfigHelp();
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,146 @@
+// paintlock: the checkout gateway. Only this file wires concrete objects.
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "gateway/checkout.h"
+#include "gateway/config.h"
+#include "gateway/log.h"
+#include "gateway/server.h"
+#include "locks/audit.h"
+#include "locks/catalogue.h"
+#include "locks/database.h"
+#include "locks/migrator.h"
+#include "locks/reservations.h"
+#include "stripe/https_client.h"
+#include "webhooks/fulfilment.h"
+
+using namespace paintlock;
+
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: paintlock [--help]\n"
+    "\n"
+    "The paintlock checkout gateway: all-or-nothing painting reservations on PostgreSQL and\n"
+    "Stripe Checkout Sessions. Configured entirely by environment variables; apply the\n"
+    "schema first with `paintlockctl migrate`. SIGTERM or Ctrl-C drains in-flight requests\n"
+    "and exits.\n\n";
+
+int Fail(const std::string& line) {
+  std::fprintf(stderr, "paintlock: %s\n", line.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << kUsage << gateway::ConfigHelp();
+      return 0;
+    }
+    std::fprintf(stderr, "paintlock: unknown argument \"%s\" (see --help)\n", argv[i]);
+    return 2;
+  }
+
+  std::vector<std::string> problems;
+  gateway::Config config = gateway::ParseConfig(gateway::ProcessEnv, &problems);
+  if (!problems.empty()) {
+    for (const auto& p : problems) std::fprintf(stderr, "paintlock: config: %s\n", p.c_str());
+    std::fprintf(stderr, "paintlock: %zu configuration problem(s); see paintlock --help\n",
+                 problems.size());
+    return 2;
+  }
+  gateway::SetLogComponent("gateway");
+  gateway::LogLevel level;
+  if (gateway::ParseLogLevel(config.log_level, &level)) gateway::SetLogLevel(level);
+
+  // Block the stop signals in every thread; one thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::string error;
+  const int applied = locks::AppliedSchemaVersion(config.database_url, &error);
+  if (applied < 0) return Fail(error);
+  if (applied < locks::LatestSchemaVersion()) {
+    return Fail("the database schema is at version " + std::to_string(applied) +
+                " but this gateway needs " + std::to_string(locks::LatestSchemaVersion()) +
+                ": run `paintlockctl migrate` with the same DATABASE_URL");
+  }
+
+  locks::DatabaseOptions db_options;
+  db_options.url = config.database_url;
+  db_options.pool_size = config.db_pool_size;
+  db_options.lock_timeout = config.db_lock_timeout;
+  db_options.statement_timeout = config.db_statement_timeout;
+  auto db = locks::Database::Open(db_options, &error);
+  if (!db) return Fail(error);
+
+  stripe::HttpsClientOptions stripe_options;
+  stripe_options.api_base = config.stripe_api_base;
+  stripe_options.secret_key = config.stripe_secret_key;
+  stripe_options.ca_file = config.stripe_ca_file;
+  stripe_options.read_timeout = config.stripe_timeout;
+  stripe_options.max_retries = config.stripe_max_retries;
+  auto stripe_client = stripe::HttpsStripeClient::Create(stripe_options, &error);
+  if (!stripe_client) return Fail("STRIPE_API_BASE: " + error);
+
+  locks::Catalogue catalogue(*db);
+  locks::ReservationStore reservations(*db, config.hold_ttl);
+  locks::AuditLog audit(*db);
+  webhooks::Fulfilment fulfilment(*db, *stripe_client, config.delayed_payment_hold);
+  gateway::CheckoutSettings settings;
+  settings.success_url = config.public_url + "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}";
+  settings.cancel_url = config.cancel_url;
+  settings.session_ttl = config.session_ttl;
+  gateway::Checkout checkout(catalogue, reservations, *stripe_client, fulfilment, audit, settings);
+
+  httplib::Server server;
+  gateway::HttpApi api(config, {*db, catalogue, reservations, checkout, fulfilment, *stripe_client});
+  api.Install(server);
+
+  int port = config.listen_port;
+  if (port == 0) {
+    port = server.bind_to_any_port(config.listen_host);
+  } else if (!server.bind_to_port(config.listen_host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    return Fail("cannot listen on " + config.listen_host + ":" + std::to_string(config.listen_port) +
+                " (in use, or not an address of this machine): set PAINTLOCK_LISTEN");
+  }
+
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    gateway::LogInfo("shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    server.stop();
+  });
+  stopper.detach();
+
+  gateway::LogInfo("listening",
+                   {{"address", config.listen_host + ":" + std::to_string(port)},
+                    {"port", port},
+                    {"public_url", config.public_url},
+                    {"stripe_api_base", config.stripe_api_base},
+                    {"hold_seconds", config.hold_ttl.count()},
+                    {"database", locks::RedactConnectionString(config.database_url)},
+                    {"reservations_api", !config.api_key.empty()}});
+  if (config.stripe_webhook_secrets.empty()) {
+    gateway::LogWarn("webhooks_disabled",
+                     {{"why", "STRIPE_WEBHOOK_SECRET is not set: every webhook will be refused"}});
+  }
+  server.listen_after_bind();  // returns once stop() has drained the workers
+  gateway::LogInfo("stopped");
+  return 0;
+}

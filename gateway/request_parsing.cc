@@ -1,0 +1,153 @@
+#include "gateway/request_parsing.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace paintlock::gateway {
+
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> Decode(const std::string& in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out.push_back(' ');
+    } else if (in[i] == '%') {
+      if (i + 2 >= in.size()) return std::nullopt;
+      int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(in[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::pair<std::string, std::string>>> ParseForm(const std::string& body) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t start = 0;
+  while (start <= body.size()) {
+    size_t amp = body.find('&', start);
+    if (amp == std::string::npos) amp = body.size();
+    std::string item = body.substr(start, amp - start);
+    if (!item.empty()) {
+      size_t eq = item.find('=');
+      auto key = Decode(item.substr(0, eq));
+      auto value = Decode(eq == std::string::npos ? "" : item.substr(eq + 1));
+      if (!key || !value) return std::nullopt;
+      out.emplace_back(*key, *value);
+    }
+    start = amp + 1;
+  }
+  return out;
+}
+
+bool IsValidPaintingId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-'))) return false;
+  }
+  return true;
+}
+
+bool ValidateCart(const std::vector<std::string>& paintings, std::string* error) {
+  if (paintings.empty()) {
+    *error = "The cart is empty: name at least one painting.";
+    return false;
+  }
+  if (paintings.size() > kMaxCartItems) {
+    *error = "A cart holds at most " + std::to_string(kMaxCartItems) + " paintings.";
+    return false;
+  }
+  std::set<std::string> seen;
+  for (const auto& id : paintings) {
+    if (!IsValidPaintingId(id)) {
+      *error = "\"" + id.substr(0, 80) + "\" is not a painting id (1-64 letters, digits, '_', '.', '-').";
+      return false;
+    }
+    if (!seen.insert(id).second) {
+      *error = "Painting \"" + id + "\" is in the cart twice; each painting exists once.";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<CartRequest> ParseCartJson(const std::string& body, bool allow_buyer,
+                                         std::string* error, std::string* param) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) {
+    *error = "The body is not valid JSON.";
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    *error = "The body must be a JSON object such as {\"paintings\": [\"p1\"]}.";
+    return std::nullopt;
+  }
+  CartRequest cart;
+  auto it = j.find("paintings");
+  *param = "paintings";
+  if (it == j.end() || !it->is_array()) {
+    *error = "\"paintings\" must be a list of painting ids.";
+    return std::nullopt;
+  }
+  if (it->size() > kMaxCartItems) {
+    *error = "A cart holds at most " + std::to_string(kMaxCartItems) + " paintings.";
+    return std::nullopt;
+  }
+  for (const auto& p : *it) {
+    if (!p.is_string()) {
+      *error = "\"paintings\" must contain only painting ids (strings).";
+      return std::nullopt;
+    }
+    cart.paintings.push_back(p.get<std::string>());
+  }
+  if (auto b = j.find("buyer"); b != j.end() && !b->is_null()) {
+    *param = "buyer";
+    if (!allow_buyer || !b->is_string() || b->get<std::string>().size() > 200) {
+      *error = allow_buyer ? "\"buyer\" must be a string of at most 200 characters."
+                           : "\"buyer\" is not accepted here.";
+      return std::nullopt;
+    }
+    cart.buyer_ref = b->get<std::string>();
+  }
+  *param = "paintings";
+  if (!ValidateCart(cart.paintings, error)) return std::nullopt;
+  param->clear();
+  return cart;
+}
+
+std::optional<CartRequest> ParseCartForm(const std::string& body, std::string* error,
+                                         std::string* param) {
+  auto form = ParseForm(body);
+  *param = "painting";
+  if (!form) {
+    *error = "The form body is not valid URL encoding.";
+    return std::nullopt;
+  }
+  CartRequest cart;
+  for (const auto& [key, value] : *form) {
+    if (key == "painting" || key == "painting[]") {
+      cart.paintings.push_back(value);
+      if (cart.paintings.size() > kMaxCartItems) break;
+    }
+  }
+  if (!ValidateCart(cart.paintings, error)) return std::nullopt;
+  param->clear();
+  return cart;
+}
+
+}  // namespace paintlock::gateway

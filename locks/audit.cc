@@ -1,0 +1,27 @@
+#include "locks/audit.h"
+
+#include <optional>
+
+#include "locks/reservations.h"
+
+namespace paintlock::locks {
+
+namespace {
+std::optional<std::string> NullIfEmpty(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+}  // namespace
+
+DbResult<bool> AuditLog::Record(const AuditEntry& e) {
+  const std::optional<std::string> reservation =
+      LooksLikeUuid(e.reservation_id) ? NullIfEmpty(e.reservation_id) : std::nullopt;
+  return db_.Run("audit", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    n.exec_prepared("audit", e.actor, e.action, reservation, NullIfEmpty(e.painting_id),
+                    NullIfEmpty(e.session_id), NullIfEmpty(e.reason), e.details.dump());
+    return true;
+  });
+}
+
+}  // namespace paintlock::locks

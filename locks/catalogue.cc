@@ -1,0 +1,113 @@
+#include "locks/catalogue.h"
+
+#include <regex>
+
+#include "locks/reservations.h"
+
+namespace paintlock::locks {
+
+std::string ValidateEntry(const CatalogueEntry& e) {
+  static const std::regex id_re("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
+  static const std::regex currency_re("^[a-z]{3}$");
+  if (!std::regex_match(e.id, id_re)) {
+    return "id \"" + e.id + "\" must be 1-64 letters, digits, '_', '.' or '-'";
+  }
+  if (e.title.empty() || e.title.size() > 300) return e.id + ": title must be 1-300 characters";
+  if (e.price_minor <= 0 || e.price_minor >= 100000000000LL) {
+    return e.id + ": price_minor must be a positive whole number of minor units";
+  }
+  if (!std::regex_match(e.currency, currency_re)) {
+    return e.id + ": currency must be a three-letter lowercase ISO code such as \"eur\"";
+  }
+  return "";
+}
+
+namespace {
+
+PaintingView ViewOf(const pqxx::row& row) {
+  PaintingView v;
+  v.entry.id = row["id"].as<std::string>();
+  v.entry.title = row["title"].as<std::string>();
+  v.entry.price_minor = row["price_minor"].as<std::int64_t>();
+  v.entry.currency = row["currency"].as<std::string>();
+  v.state = row["state"].as<std::string>();
+  v.free_at = row["free_at"].as<std::string>("");
+  v.retry_after_seconds = row["retry_after"].as<int>(0);
+  return v;
+}
+
+}  // namespace
+
+DbResult<std::vector<PaintingView>> Catalogue::List() {
+  return db_.Run("paintings_list", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    std::vector<PaintingView> out;
+    for (const auto& row : n.exec_prepared("paintings_list")) out.push_back(ViewOf(row));
+    return out;
+  });
+}
+
+DbResult<std::optional<PaintingView>> Catalogue::Get(const std::string& id) {
+  return db_.Run("painting_get", [&](pqxx::connection& c) -> std::optional<PaintingView> {
+    pqxx::nontransaction n(c);
+    pqxx::result r = n.exec_prepared("painting_get", id);
+    if (r.empty()) return std::nullopt;
+    return ViewOf(r[0]);
+  });
+}
+
+DbResult<std::vector<CatalogueEntry>> Catalogue::ForCart(const std::vector<std::string>& ids) {
+  const std::string cart = TextArrayLiteral(ids);
+  return db_.Run("catalog_for_cart", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    std::vector<CatalogueEntry> out;
+    for (const auto& row : n.exec_prepared("catalog_for_cart", cart)) {
+      out.push_back({row["id"].as<std::string>(), row["title"].as<std::string>(),
+                     row["price_minor"].as<std::int64_t>(), row["currency"].as<std::string>()});
+    }
+    return out;
+  });
+}
+
+DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entries, bool force) {
+  return db_.Run("catalog_import", [&](pqxx::connection& c) {
+    ImportReport report;
+    pqxx::work w(c);
+    for (const CatalogueEntry& e : entries) {
+      pqxx::result have = w.exec_params(
+          "SELECT s.title, s.price_minor, s.currency, s.state FROM painting_states s WHERE s.id = $1",
+          e.id);
+      if (have.empty()) {
+        w.exec_params("INSERT INTO paintings (id, title, price_minor, currency) VALUES ($1, $2, $3, $4)",
+                      e.id, e.title, e.price_minor, e.currency);
+        ++report.added;
+        continue;
+      }
+      const auto& row = have[0];
+      const bool price_changed = row["price_minor"].as<std::int64_t>() != e.price_minor ||
+                                 row["currency"].as<std::string>() != e.currency;
+      const bool title_changed = row["title"].as<std::string>() != e.title;
+      if (!price_changed && !title_changed) {
+        ++report.unchanged;
+        continue;
+      }
+      if (price_changed && !force && row["state"].as<std::string>() != "available") {
+        report.refused.push_back(e.id + " is " + row["state"].as<std::string>());
+        continue;
+      }
+      w.exec_params(
+          "UPDATE paintings SET title = $2, price_minor = $3, currency = $4, updated_at = now() "
+          "WHERE id = $1",
+          e.id, e.title, e.price_minor, e.currency);
+      ++report.updated;
+    }
+    if (report.refused.empty()) {
+      w.commit();
+    } else {
+      report.added = report.updated = report.unchanged = 0;  // rolled back: nothing changed
+    }
+    return report;
+  });
+}
+
+}  // namespace paintlock::locks

@@ -1,0 +1,157 @@
+#include "locks/database.h"
+
+#include <regex>
+#include <thread>
+
+#include "gateway/log.h"
+#include "locks/sql_files.h"
+
+namespace paintlock::locks {
+
+using gateway::LogError;
+using gateway::LogWarn;
+
+std::string RedactConnectionString(const std::string& url) {
+  // URI form: postgresql://user:secret@host/db ; key=value form: password=secret
+  static const std::regex uri_password(R"(^(postgres(?:ql)?://[^:/@]*:)[^@]*@)");
+  static const std::regex kv_password(R"((password\s*=\s*)('[^']*'|\S+))");
+  std::string out = std::regex_replace(url, uri_password, "$1***@");
+  out = std::regex_replace(out, kv_password, "$1***");
+  return out;
+}
+
+Database::Database(DatabaseOptions options) : options_(std::move(options)) {}
+
+Database::~Database() = default;
+
+std::unique_ptr<Database> Database::Open(const DatabaseOptions& options, std::string* error) {
+  std::unique_ptr<Database> db(new Database(options));
+  auto first = db->Connect(error);
+  if (!first) return nullptr;
+  db->Give(std::move(first));
+  std::lock_guard<std::mutex> lock(db->mu_);
+  db->open_ = 1;
+  return db;
+}
+
+std::unique_ptr<pqxx::connection> Database::Connect(std::string* error) {
+  try {
+    auto c = std::make_unique<pqxx::connection>(options_.url);
+    pqxx::nontransaction n(*c);
+    n.exec("SET lock_timeout = " + std::to_string(options_.lock_timeout.count()) +
+           "; SET statement_timeout = " + std::to_string(options_.statement_timeout.count()) +
+           "; SET idle_in_transaction_session_timeout = " +
+           std::to_string(options_.idle_in_transaction_timeout.count()) +
+           "; SET synchronous_commit = on; SET application_name = " +
+           n.quote(options_.application_name));
+    n.commit();
+    for (const NamedQuery& q : NamedQueries()) c->prepare(q.name, q.sql);
+    return c;
+  } catch (const pqxx::broken_connection& e) {
+    // libpq's message names the host and the reason, not the password.
+    *error = std::string("cannot connect to PostgreSQL (") + RedactConnectionString(options_.url) +
+             "): " + e.what();
+  } catch (const std::exception& e) {
+    *error = std::string("PostgreSQL connection set-up failed: ") + e.what();
+  }
+  return nullptr;
+}
+
+std::unique_ptr<pqxx::connection> Database::Take(std::string* error) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
+    while (idle_.empty() && open_ >= options_.pool_size) {
+      if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+          open_ >= options_.pool_size) {
+        *error = "no free database connection within the acquire timeout";
+        return nullptr;
+      }
+    }
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+    ++open_;  // reserve a slot, connect outside the lock
+  }
+  auto c = Connect(error);
+  if (!c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --open_;
+    freed_.notify_one();
+  }
+  return c;
+}
+
+void Database::Give(std::unique_ptr<pqxx::connection> c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (c && c->is_open()) {
+    idle_.push_back(std::move(c));
+  } else {
+    --open_;
+  }
+  freed_.notify_one();
+}
+
+namespace {
+
+bool IsUnavailableState(const std::string& sqlstate) {
+  // 08: connection exceptions; 57014 statement timeout; 57P0x shutdown;
+  // 53: insufficient resources (too many connections, disk full).
+  return sqlstate.rfind("08", 0) == 0 || sqlstate == "57014" || sqlstate.rfind("57P0", 0) == 0 ||
+         sqlstate.rfind("53", 0) == 0 || sqlstate == "25P03";
+}
+
+}  // namespace
+
+std::optional<DbFailure> Database::RunErased(const char* what,
+                                             const std::function<void(pqxx::connection&)>& fn) {
+  constexpr int kAttempts = 4;
+  for (int attempt = 1;; ++attempt) {
+    std::string error;
+    auto c = Take(&error);
+    if (!c) return DbFailure{DbFailureKind::kUnavailable, error};
+    try {
+      fn(*c);
+      Give(std::move(c));
+      return std::nullopt;
+    } catch (const pqxx::broken_connection& e) {
+      c.reset();
+      Give(nullptr);
+      LogWarn("database_unavailable", {{"operation", what}, {"error", e.what()}});
+      return DbFailure{DbFailureKind::kUnavailable, e.what()};
+    } catch (const pqxx::transaction_rollback& e) {
+      // Serialization failure or deadlock: the transaction did nothing; run it again.
+      Give(std::move(c));
+      if (attempt < kAttempts) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 * attempt));
+        continue;
+      }
+      LogError("database_retries_exhausted", {{"operation", what}, {"error", e.what()}});
+      return DbFailure{DbFailureKind::kUnavailable, e.what()};
+    } catch (const pqxx::sql_error& e) {
+      const std::string state = e.sqlstate();
+      bool usable = c->is_open();
+      Give(usable ? std::move(c) : nullptr);
+      if (state == "40001" || state == "40P01") {
+        if (attempt < kAttempts) continue;
+        return DbFailure{DbFailureKind::kUnavailable, e.what()};
+      }
+      if (state == "55P03") return DbFailure{DbFailureKind::kContended, "lock_timeout"};
+      if (IsUnavailableState(state)) {
+        LogWarn("database_unavailable", {{"operation", what}, {"sqlstate", state}, {"error", e.what()}});
+        return DbFailure{DbFailureKind::kUnavailable, e.what()};
+      }
+      LogError("database_error", {{"operation", what}, {"sqlstate", state}, {"error", e.what()}});
+      return DbFailure{DbFailureKind::kInternal, e.what()};
+    } catch (const std::exception& e) {
+      bool usable = c && c->is_open();
+      Give(usable ? std::move(c) : nullptr);
+      LogError("database_error", {{"operation", what}, {"error", e.what()}});
+      return DbFailure{DbFailureKind::kInternal, e.what()};
+    }
+  }
+}
+
+}  // namespace paintlock::locks

@@ -1,0 +1,97 @@
+// A pool of PostgreSQL connections with paintlock's session settings.
+//
+// Every connection sets lock_timeout (a hot painting answers quickly instead
+// of queueing), statement_timeout and idle_in_transaction_session_timeout, and
+// keeps synchronous_commit on (DESIGN.md, "Database hygiene"); every named
+// statement of sql/queries is prepared on it.
+//
+// libpqxx throws; nothing thrown by it leaves this module. Run() translates:
+// serialization failures and deadlocks are retried (the whole function runs
+// again), a lost connection or a timeout becomes kUnavailable, lock_timeout
+// becomes kContended, anything else kInternal (logged with its SQLSTATE).
+//
+// Thread-safe. A connection is used by one thread at a time (a Lease).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <pqxx/pqxx>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace paintlock::locks {
+
+struct DatabaseOptions {
+  std::string url;  // libpq connection string or URI; may hold a password: never logged
+  int pool_size = 16;
+  std::chrono::milliseconds lock_timeout{1000};
+  std::chrono::milliseconds statement_timeout{5000};
+  std::chrono::milliseconds idle_in_transaction_timeout{10000};
+  std::chrono::milliseconds acquire_timeout{5000};  // waiting for a free connection
+  std::string application_name = "paintlock";
+};
+
+enum class DbFailureKind {
+  kUnavailable,  // the database could not be reached or timed out: retry later
+  kContended,    // lock_timeout: another transaction holds the rows right now
+  kInternal,     // a bug or a schema mismatch: logged; do not retry
+};
+
+struct DbFailure {
+  DbFailureKind kind = DbFailureKind::kInternal;
+  std::string detail;  // safe to log; never shown to a client
+};
+
+template <class T>
+using DbResult = std::variant<T, DbFailure>;
+
+// The connection string with any password replaced by "***", for logs.
+std::string RedactConnectionString(const std::string& url);
+
+class Database {
+ public:
+  // Connects once to check the settings; nullptr and *error on failure
+  // (error names the problem, never the password).
+  static std::unique_ptr<Database> Open(const DatabaseOptions& options, std::string* error);
+
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Runs fn(connection) on a pooled connection, translating libpqxx failures
+  // as described above, and returns what fn returns. fn must be safe to run
+  // again from the start: it is, after a serialization failure or deadlock.
+  template <class F>
+  auto Run(const char* what, F&& fn) -> DbResult<decltype(fn(std::declval<pqxx::connection&>()))> {
+    using T = decltype(fn(std::declval<pqxx::connection&>()));
+    std::optional<T> value;
+    std::optional<DbFailure> failure =
+        RunErased(what, [&](pqxx::connection& c) { value.emplace(fn(c)); });
+    if (failure.has_value()) return *failure;
+    return std::move(*value);
+  }
+
+  const DatabaseOptions& options() const { return options_; }
+
+ private:
+  explicit Database(DatabaseOptions options);
+  std::unique_ptr<pqxx::connection> Connect(std::string* error);
+  std::optional<DbFailure> RunErased(const char* what,
+                                     const std::function<void(pqxx::connection&)>& fn);
+  std::unique_ptr<pqxx::connection> Take(std::string* error);
+  void Give(std::unique_ptr<pqxx::connection> c);
+
+  const DatabaseOptions options_;
+
+  std::mutex mu_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;  // guarded by mu_
+  int open_ = 0;                                          // guarded by mu_: idle + leased
+};
+
+}  // namespace paintlock::locks

@@ -1,0 +1,108 @@
+// All-or-nothing reservations of paintings (DESIGN.md, "Checkout").
+//
+// Reserve() takes every painting of a cart for a new reservation, or none, in
+// one short statement (sql/migrations/0001: paintlock_reserve): it locks the
+// lock rows in sorted id order under lock_timeout, decides from the database
+// clock, and bumps each lock's fence on a grant. No row lock outlives the call,
+// so nothing is ever held while the caller talks to Stripe.
+//
+// Outcomes are types; the HTTP layer maps them to status codes in one table
+// (gateway/errors.h). Thread-safe: every call runs on its own pooled
+// connection.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "locks/database.h"
+
+namespace paintlock::locks {
+
+struct Granted {
+  std::string reservation_id;
+  std::string held_until;  // RFC 3339, UTC
+};
+struct Busy {  // held by a live reservation
+  std::string painting;
+  std::string free_at;  // RFC 3339, UTC, rounded up to the second
+  int retry_after_seconds = 1;
+};
+struct Sold {
+  std::string painting;
+};
+struct Unknown {
+  std::string painting;
+};
+// The painting's hold lapsed, but the holder's Stripe session may still be
+// open: it must be expired at Stripe before the painting passes on.
+struct LapsedSession {
+  std::string painting;
+  std::string reservation_id;
+  std::string session_id;
+};
+struct TakeOverNeeded {
+  std::vector<LapsedSession> sessions;
+};
+
+using ReserveOutcome = std::variant<Granted, Busy, Sold, Unknown, TakeOverNeeded, DbFailure>;
+
+struct ReservationView {
+  std::string id;
+  std::string state;  // held | awaiting_payment | sold | released
+  std::string released_reason;
+  std::string held_until;
+  bool hold_live = false;  // held_until is still ahead
+  bool holds = false;      // still the holder of every one of its paintings
+  std::int64_t amount_minor = 0;
+  std::string currency;
+  std::string stripe_session_id;
+  std::string stripe_status;
+  std::string created_at;
+  std::vector<std::string> paintings;
+};
+
+enum class ReleaseResult { kReleased, kNotHeld, kNotFound };
+struct ReleaseOutcome {
+  ReleaseResult result = ReleaseResult::kNotFound;
+  std::string state;  // the reservation's state afterwards
+};
+
+class ReservationStore {
+ public:
+  ReservationStore(Database& db, std::chrono::seconds hold_ttl) : db_(db), hold_ttl_(hold_ttl) {}
+
+  // `paintings` must be non-empty, without duplicates (the caller validates).
+  // `buyer_ref` is optional and stored as given.
+  ReserveOutcome Reserve(const std::vector<std::string>& paintings,
+                         const std::optional<std::string>& buyer_ref);
+
+  // Records the Stripe session on a reservation that still holds all of its
+  // paintings; false if it lost them (the caller must expire the session).
+  DbResult<bool> AttachSession(const std::string& reservation_id, const std::string& session_id,
+                               std::int64_t expires_at_unix);
+
+  // Releases a 'held' reservation. Idempotent; a sold or awaiting-payment
+  // reservation is not released (kNotHeld, with its state).
+  DbResult<ReleaseOutcome> Release(const std::string& reservation_id, const std::string& reason,
+                                   const std::string& actor);
+
+  // nullopt for an unknown id (or one that is not a UUID).
+  DbResult<std::optional<ReservationView>> Get(const std::string& reservation_id);
+
+  std::chrono::seconds hold_ttl() const { return hold_ttl_; }
+
+ private:
+  Database& db_;
+  const std::chrono::seconds hold_ttl_;
+};
+
+// PostgreSQL array literal for a text[] parameter: {"a","b"} with quoting.
+std::string TextArrayLiteral(const std::vector<std::string>& items);
+
+// True for the canonical textual form of a UUID (what reservation ids are).
+bool LooksLikeUuid(const std::string& text);
+
+}  // namespace paintlock::locks

@@ -1,0 +1,4 @@
+-- $1 painting ids (text[]), $2 hold in seconds, $3 buyer reference or NULL.
+SELECT outcome, painting_id, reservation_id, stripe_session_id,
+       paintlock_rfc3339(until) AS until, paintlock_seconds_until(until) AS seconds_until
+  FROM paintlock_reserve($1::text[], make_interval(secs => $2::integer), $3::text)

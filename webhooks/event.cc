@@ -1,0 +1,62 @@
+#include "webhooks/event.h"
+
+#include <nlohmann/json.hpp>
+
+namespace paintlock::webhooks {
+
+bool IsHandledType(const std::string& type) {
+  return type == "checkout.session.completed" || type == "checkout.session.expired" ||
+         type == "checkout.session.async_payment_succeeded" ||
+         type == "checkout.session.async_payment_failed";
+}
+
+namespace {
+
+std::string StringOr(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* error) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *error = "the body is not a JSON object";
+    return std::nullopt;
+  }
+  WebhookEvent e;
+  e.id = StringOr(j, "id");
+  e.type = StringOr(j, "type");
+  if (e.id.empty() || e.type.empty()) {
+    *error = "the event has no id or type";
+    return std::nullopt;
+  }
+  if (auto it = j.find("created"); it != j.end() && it->is_number_integer()) e.created = it->get<std::int64_t>();
+  const nlohmann::json* object = nullptr;
+  if (auto d = j.find("data"); d != j.end() && d->is_object()) {
+    if (auto o = d->find("object"); o != d->end() && o->is_object()) object = &*o;
+  }
+  if (object != nullptr && StringOr(*object, "object") == "checkout.session") {
+    e.is_checkout_session = true;
+    e.session.session_id = StringOr(*object, "id");
+    e.session.status = StringOr(*object, "status");
+    e.session.payment_status = StringOr(*object, "payment_status");
+    if (auto pi = object->find("payment_intent"); pi != object->end()) {
+      if (pi->is_string()) e.session.payment_intent = pi->get<std::string>();
+      if (pi->is_object()) e.session.payment_intent = StringOr(*pi, "id");
+    }
+    if (auto md = object->find("metadata"); md != object->end() && md->is_object()) {
+      e.session.reservation_id = StringOr(*md, "reservation_id");
+    }
+    if (e.session.reservation_id.empty()) e.session.reservation_id = StringOr(*object, "client_reference_id");
+  }
+  if (IsHandledType(e.type) && (!e.is_checkout_session || e.session.session_id.empty())) {
+    *error = "a " + e.type + " event must carry a checkout.session with an id";
+    return std::nullopt;
+  }
+  return e;
+}
+
+}  // namespace paintlock::webhooks

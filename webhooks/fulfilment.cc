@@ -1,0 +1,89 @@
+#include "webhooks/fulfilment.h"
+
+#include "gateway/log.h"
+#include "locks/reservations.h"
+
+namespace paintlock::webhooks {
+
+using gateway::LogInfo;
+using gateway::LogWarn;
+
+SessionFacts FactsOf(const stripe::CheckoutSession& s) {
+  SessionFacts f;
+  f.session_id = s.id;
+  f.status = s.status;
+  f.payment_status = s.payment_status;
+  f.payment_intent = s.payment_intent;
+  auto it = s.metadata.find("reservation_id");
+  f.reservation_id = it != s.metadata.end() ? it->second : s.client_reference_id;
+  return f;
+}
+
+namespace {
+
+std::optional<std::string> NullIfEmpty(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string& event_id,
+                                    const std::string& event_type, const std::string& actor) {
+  struct Applied {
+    std::string outcome, reservation_id, payment_intent;
+  };
+  const std::optional<std::string> reservation =
+      locks::LooksLikeUuid(facts.reservation_id) ? NullIfEmpty(facts.reservation_id) : std::nullopt;
+  auto applied = db_.Run("apply_session", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    pqxx::row row = n.exec_prepared1(
+        "apply_session", NullIfEmpty(event_id), event_type, facts.session_id, reservation,
+        NullIfEmpty(facts.status), NullIfEmpty(facts.payment_status),
+        NullIfEmpty(facts.payment_intent), actor, static_cast<int>(delayed_payment_hold_.count()));
+    return Applied{row["outcome"].as<std::string>(), row["reservation_id"].as<std::string>(""),
+                   row["payment_intent"].as<std::string>("")};
+  });
+  if (auto* f = std::get_if<locks::DbFailure>(&applied)) {
+    return f->kind == locks::DbFailureKind::kInternal ? FulfilmentFailure::kInternal
+                                                      : FulfilmentFailure::kDatabaseUnavailable;
+  }
+  Applied a = std::get<Applied>(applied);
+  LogInfo("session_applied", {{"session_id", facts.session_id},
+                              {"event_id", event_id},
+                              {"event_type", event_type},
+                              {"actor", actor},
+                              {"outcome", a.outcome},
+                              {"reservation_id", a.reservation_id}});
+  if (a.outcome != "refund_needed") return FulfilmentResult{a.outcome, a.reservation_id};
+
+  // The buyer paid for paintings another buyer has. Refund through Stripe; the
+  // key makes every retry of this decision the same single refund.
+  if (a.payment_intent.empty()) {
+    LogWarn("refund_without_payment_intent", {{"session_id", facts.session_id}});
+    return FulfilmentFailure::kRefundPending;
+  }
+  auto refund = stripe_.CreateRefund(a.payment_intent, "refund-" + facts.session_id);
+  if (const auto* err = stripe::ErrorOf(refund)) {
+    LogWarn("refund_failed", {{"session_id", facts.session_id},
+                              {"reservation_id", a.reservation_id},
+                              {"stripe_status", err->http_status},
+                              {"stripe_type", err->type},
+                              {"stripe_message", err->message}});
+    return FulfilmentFailure::kRefundPending;
+  }
+  const std::string refund_id = std::get<stripe::Refund>(refund).id;
+  auto recorded = db_.Run("record_refund", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    return n.exec_prepared1("record_refund", a.reservation_id, refund_id, actor)[0].as<bool>();
+  });
+  if (std::holds_alternative<locks::DbFailure>(recorded)) return FulfilmentFailure::kRefundPending;
+  LogInfo("late_payment_refunded", {{"session_id", facts.session_id},
+                                    {"reservation_id", a.reservation_id},
+                                    {"refund_id", refund_id},
+                                    {"recorded_now", std::get<bool>(recorded)}});
+  return FulfilmentResult{std::get<bool>(recorded) ? "refunded" : "already_refunded",
+                          a.reservation_id};
+}
+
+}  // namespace paintlock::webhooks

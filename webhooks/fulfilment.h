@@ -1,0 +1,65 @@
+// One fulfilment function for everything Stripe says about a session.
+//
+// Webhooks, the success page, take-over and reconciliation all hand what they
+// learnt of a Checkout Session to Fulfilment::Apply, which applies it in one
+// transaction (sql/migrations/0002: paintlock_apply_session): sells, holds for
+// a delayed payment, releases, or — for a payment that arrived after another
+// buyer took a painting — refunds it through Stripe with an idempotency key
+// derived from the session, so the buyer is refunded exactly once however
+// often the event is delivered. Safe to call many times and concurrently for
+// one session (Stripe's own guidance). Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "locks/database.h"
+#include "stripe/client.h"
+
+namespace paintlock::webhooks {
+
+struct SessionFacts {
+  std::string session_id;
+  std::string status;          // open | complete | expired
+  std::string payment_status;  // paid | unpaid | no_payment_required
+  std::string payment_intent;  // may be empty
+  std::string reservation_id;  // from metadata / client_reference_id; may be empty
+};
+
+SessionFacts FactsOf(const stripe::CheckoutSession& s);
+
+struct FulfilmentResult {
+  // duplicate, unknown_session, sold, sold_late, already_sold, awaiting_payment,
+  // released, refunded, already_refunded, no_change
+  std::string outcome;
+  std::string reservation_id;
+};
+
+enum class FulfilmentFailure {
+  kDatabaseUnavailable,  // nothing applied: retry (webhooks answer 5xx)
+  kRefundPending,        // decided and recorded, but Stripe did not confirm the refund yet
+  kInternal,
+};
+
+using FulfilmentOutcome = std::variant<FulfilmentResult, FulfilmentFailure>;
+
+class Fulfilment {
+ public:
+  Fulfilment(locks::Database& db, stripe::StripeClient& stripe,
+             std::chrono::seconds delayed_payment_hold)
+      : db_(db), stripe_(stripe), delayed_payment_hold_(delayed_payment_hold) {}
+
+  // `event_id` empty when the facts come from retrieving the session (the
+  // event type is then "session.retrieved"). `actor` names the caller in the
+  // audit log: webhook, success_page, take_over, paintlockctl.
+  FulfilmentOutcome Apply(const SessionFacts& facts, const std::string& event_id,
+                          const std::string& event_type, const std::string& actor);
+
+ private:
+  locks::Database& db_;
+  stripe::StripeClient& stripe_;
+  const std::chrono::seconds delayed_payment_hold_;
+};
+
+}  // namespace paintlock::webhooks
