@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   stripe_options.read_timeout = config.stripe_timeout;
   stripe_options.max_retries = config.stripe_max_retries;
   auto stripe_client = stripe::HttpsStripeClient::Create(stripe_options, &error);
-  if (!stripe_client) return Fail("STRIPE_API_BASE: " + error);
+  if (!stripe_client) return Fail("Stripe settings: " + error);
 
   locks::Catalogue catalogue(*db);
   locks::ReservationStore reservations(*db, config.hold_ttl);

@@ -1,0 +1,60 @@
+#include "gateway/config.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using namespace paintlock::gateway;
+
+namespace {
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+const std::map<std::string, std::string> kMinimal = {
+    {"DATABASE_URL", "postgresql:///x"},
+    {"STRIPE_SECRET_KEY", "sk_test_123"},
+};
+
+}  // namespace
+
+TEST_CASE("defaults need only a database and a Stripe key") {
+  std::vector<std::string> problems;
+  Config c = ParseConfig(Env(kMinimal), &problems);
+  CHECK(problems.empty());
+  CHECK(c.listen_host == "127.0.0.1");
+  CHECK(c.listen_port == 8080);
+  CHECK(c.hold_ttl == std::chrono::seconds(420));
+  CHECK(c.session_ttl >= std::chrono::minutes(31));
+  CHECK(c.stripe_api_base == "https://api.stripe.com");
+  CHECK(c.cancel_url == "http://127.0.0.1:8080/shop/");
+}
+
+TEST_CASE("every problem is reported, one line each, without secrets") {
+  std::vector<std::string> problems;
+  ParseConfig(Env({{"STRIPE_SECRET_KEY", "pk_live_secretish"},
+                   {"PAINTLOCK_HOLD_SECONDS", "7m"},
+                   {"PAINTLOCK_LISTEN", "8080"},
+                   {"STRIPE_WEBHOOK_SECRET", "whsec_a, nope"},
+                   {"PAINTLOCK_API_KEY", "short"}}),
+              &problems);
+  CHECK(problems.size() == 6);
+  for (const auto& p : problems) CHECK(p.find("secretish") == std::string::npos);
+  CHECK(problems[0].rfind("DATABASE_URL:", 0) == 0);
+}
+
+TEST_CASE("webhook secrets are a comma-separated list for rolling") {
+  auto vars = kMinimal;
+  vars["STRIPE_WEBHOOK_SECRET"] = "whsec_old, whsec_new";
+  vars["PAINTLOCK_LISTEN"] = "0.0.0.0:9000";
+  std::vector<std::string> problems;
+  Config c = ParseConfig(Env(vars), &problems);
+  CHECK(problems.empty());
+  CHECK(c.stripe_webhook_secrets == std::vector<std::string>{"whsec_old", "whsec_new"});
+  CHECK(c.listen_port == 9000);
+}

@@ -1,0 +1,52 @@
+#include "gateway/request_parsing.h"
+
+#include <doctest/doctest.h>
+
+using namespace paintlock::gateway;
+
+TEST_CASE("form bodies decode repeated keys, plus signs and escapes") {
+  auto form = ParseForm("painting=p1&painting=p%202&x=a+b&empty=&flag");
+  REQUIRE(form);
+  REQUIRE(form->size() == 5);
+  CHECK((*form)[1].second == "p 2");
+  CHECK((*form)[2].second == "a b");
+  CHECK((*form)[3].second == "");
+  CHECK((*form)[4].first == "flag");
+  CHECK(!ParseForm("painting=%4"));
+  CHECK(!ParseForm("painting=%zz"));
+}
+
+TEST_CASE("painting ids are short, plain and start with a letter or digit") {
+  CHECK(IsValidPaintingId("p1"));
+  CHECK(IsValidPaintingId("Harbour_at-Dawn.2"));
+  CHECK(!IsValidPaintingId(""));
+  CHECK(!IsValidPaintingId("-p1"));
+  CHECK(!IsValidPaintingId("../etc"));
+  CHECK(!IsValidPaintingId("p 1"));
+  CHECK(!IsValidPaintingId(std::string(65, 'a')));
+}
+
+TEST_CASE("carts are non-empty, without duplicates, at most 100") {
+  std::string error, param;
+  auto cart = ParseCartJson(R"({"paintings": ["p2", "p1"]})", false, &error, &param);
+  REQUIRE(cart);
+  CHECK(cart->paintings == std::vector<std::string>{"p2", "p1"});
+  CHECK(!ParseCartJson(R"({"paintings": []})", false, &error, &param));
+  CHECK(error.find("empty") != std::string::npos);
+  CHECK(!ParseCartJson(R"({"paintings": ["a", "a"]})", false, &error, &param));
+  CHECK(error.find("twice") != std::string::npos);
+  CHECK(!ParseCartJson(R"({"paintings": ["a"], "buyer": "x"})", false, &error, &param));
+  CHECK(param == "buyer");
+  auto with_buyer = ParseCartJson(R"({"paintings": ["a"], "buyer": "order-1"})", true, &error, &param);
+  REQUIRE(with_buyer);
+  CHECK(*with_buyer->buyer_ref == "order-1");
+  std::string many = "{\"paintings\": [";
+  for (int i = 0; i < 101; ++i) many += (i ? ",\"p" : "\"p") + std::to_string(i) + "\"";
+  many += "]}";
+  CHECK(!ParseCartJson(many, false, &error, &param));
+  CHECK(error.find("100") != std::string::npos);
+  auto form = ParseCartForm("painting=p1&painting=p2&other=x", &error, &param);
+  REQUIRE(form);
+  CHECK(form->paintings.size() == 2);
+  CHECK(!ParseCartForm("other=x", &error, &param));
+}

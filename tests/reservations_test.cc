@@ -1,0 +1,206 @@
+// The lock table under real concurrency: real PostgreSQL, real gateway
+// processes, real concurrent HTTP clients.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <set>
+
+#include "tests/support/harness.h"
+
+using namespace paintlock::testing;
+using nlohmann::json;
+
+namespace {
+
+void CheckInvariants(TestDatabase& db) {
+  auto violations = db.InvariantViolations();
+  for (const auto& v : violations) INFO(v);
+  CHECK(violations.empty());
+}
+
+Reply Reserve(const std::string& base, const std::vector<std::string>& paintings) {
+  return PostJson(base, "/v1/reservations", {{"paintings", paintings}}, ApiKeyHeader());
+}
+
+}  // namespace
+
+TEST_CASE("five buyers at once on one painting: exactly one 201 and four 409s with one free_at") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+
+  std::vector<Reply> replies(5);
+  RunConcurrently(5, [&](int i) {
+    replies[i] = PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p1"}}});
+  });
+
+  int created = 0, reserved = 0;
+  std::set<std::string> free_ats;
+  std::string held_until;
+  for (const auto& r : replies) {
+    if (r.status == 201) {
+      ++created;
+      held_until = r.json["held_until"];
+    } else if (r.status == 409 && r.json["code"] == "painting_reserved") {
+      ++reserved;
+      free_ats.insert(r.json["free_at"].get<std::string>());
+      CHECK(r.json["painting"] == "p1");
+      CHECK(std::stoi(r.Header("Retry-After")) > 0);
+      CHECK(r.json["message"].get<std::string>().find("being bought") != std::string::npos);
+    }
+  }
+  CHECK(created == 1);
+  CHECK(reserved == 4);
+  REQUIRE(free_ats.size() == 1);
+  CHECK(*free_ats.begin() == held_until);  // "free again" is exactly when the winner's hold ends
+  CHECK(db.Scalar("SELECT count(*) FROM reservations") == "1");
+  CHECK(stripe.Sessions().size() == 1);
+  CheckInvariants(db);
+}
+
+namespace {
+
+// Carts [A,B] and [B,C] race, round after round, through the given gateways.
+void RaceOverlappingCarts(TestDatabase& db, const std::vector<std::string>& bases, int rounds) {
+  int both_granted = 0, none_granted = 0, server_errors = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<Reply> replies(2);
+    RunConcurrently(2, [&](int i) {
+      const std::string& base = bases[(round + i) % bases.size()];
+      replies[i] = Reserve(base, i == 0 ? std::vector<std::string>{"A", "B"}
+                                        : std::vector<std::string>{"C", "B"});
+    });
+    int granted = 0;
+    for (const auto& r : replies) {
+      if (r.status == 201) ++granted;
+      else if (r.status != 409) ++server_errors;  // a deadlock would surface as 5xx
+    }
+    if (granted == 2) ++both_granted;
+    if (granted == 0) ++none_granted;
+    // No partial holds: exactly the winner's paintings are held.
+    CHECK(db.Scalar("SELECT count(*) FROM painting_locks l JOIN reservations r ON r.id = l.holder "
+                    "WHERE r.state = 'held' AND l.held_until > now()") == std::to_string(granted * 2));
+    for (const auto& r : replies) {
+      if (r.status == 201) {
+        Reply del = Request(bases[0], "DELETE", "/v1/reservations/" + r.json["reservation_id"].get<std::string>(),
+                            "", "", ApiKeyHeader());
+        REQUIRE(del.status == 200);
+      }
+    }
+  }
+  CHECK(both_granted == 0);
+  CHECK(none_granted == 0);
+  CHECK(server_errors == 0);
+  CHECK(db.Scalar("SELECT count(*) FROM reservations WHERE state = 'held'") == "0");
+}
+
+}  // namespace
+
+TEST_CASE("overlapping carts [A,B] and [B,C] at once: never both, never a deadlock, no partial holds") {
+  TestDatabase db({{"A", 1000}, {"B", 2000}, {"C", 3000}});
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  RaceOverlappingCarts(db, {gw.base()}, 60);
+  CheckInvariants(db);
+}
+
+TEST_CASE("overlapping carts across two gateway processes on one database") {
+  TestDatabase db({{"A", 1000}, {"B", 2000}, {"C", 3000}});
+  FakeStripe stripe;
+  Gateway one(db, stripe.base());
+  Gateway two(db, stripe.base());
+  RaceOverlappingCarts(db, {one.base(), two.base()}, 60);
+  CheckInvariants(db);
+}
+
+TEST_CASE("many buyers on one painting across two gateways: exactly one wins") {
+  TestDatabase db({{"hot", 5000}});
+  FakeStripe stripe;
+  Gateway one(db, stripe.base());
+  Gateway two(db, stripe.base());
+  std::atomic<int> created{0}, conflicts{0}, other{0};
+  RunConcurrently(16, [&](int i) {
+    Reply r = Reserve(i % 2 ? one.base() : two.base(), {"hot"});
+    if (r.status == 201) ++created;
+    else if (r.status == 409) ++conflicts;
+    else ++other;
+  });
+  CHECK(created == 1);
+  CHECK(conflicts == 15);
+  CHECK(other == 0);
+  CheckInvariants(db);
+}
+
+TEST_CASE("a lapsed hold is free again with no sweep having run") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  Reply first = Reserve(gw.base(), {"p2", "p3"});
+  REQUIRE(first.status == 201);
+  const std::string first_id = first.json["reservation_id"];
+  CHECK(Reserve(gw.base(), {"p3"}).status == 409);
+
+  // Age the hold in the database: nothing but the clock changes.
+  db.Exec("UPDATE painting_locks SET held_until = now() - interval '1 second' WHERE holder = '" +
+          first_id + "'");
+  db.Exec("UPDATE reservations SET held_until = now() - interval '1 second' WHERE id = '" + first_id + "'");
+  CHECK(Request(gw.base(), "GET", "/v1/paintings/p3").json["state"] == "available");
+
+  Reply second = Reserve(gw.base(), {"p3"});
+  CHECK(second.status == 201);
+  // The lapsed reservation lost all of its paintings, not just p3.
+  Reply old = Request(gw.base(), "GET", "/v1/reservations/" + first_id, "", "", ApiKeyHeader());
+  CHECK(old.json["state"] == "released");
+  CHECK(old.json["hold_live"] == false);
+  CHECK(Reserve(gw.base(), {"p2"}).status == 201);
+  CheckInvariants(db);
+}
+
+TEST_CASE("a reservation reports its state and can be released once") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  Reply r = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p5", "p4"}}, {"buyer", "order-17"}},
+                     ApiKeyHeader());
+  REQUIRE(r.status == 201);
+  const std::string id = r.json["reservation_id"];
+  CHECK(r.Header("Location") == "/v1/reservations/" + id);
+
+  Reply got = Request(gw.base(), "GET", "/v1/reservations/" + id, "", "", ApiKeyHeader());
+  CHECK(got.status == 200);
+  CHECK(got.json["state"] == "held");
+  CHECK(got.json["paintings"] == json({"p4", "p5"}));
+  CHECK(got.json["held_until"] == r.json["held_until"]);
+  CHECK(got.json["hold_live"] == true);
+  CHECK(got.json["amount_minor"] == 39000 + 31000);
+  CHECK(Request(gw.base(), "GET", "/v1/paintings/p4").json["state"] == "reserved");
+
+  Reply del = Request(gw.base(), "DELETE", "/v1/reservations/" + id, "", "", ApiKeyHeader());
+  CHECK(del.status == 200);
+  CHECK(del.json["state"] == "released");
+  CHECK(Request(gw.base(), "DELETE", "/v1/reservations/" + id, "", "", ApiKeyHeader()).json["state"] ==
+        "released");
+  CHECK(Request(gw.base(), "GET", "/v1/paintings/p4").json["state"] == "available");
+  CHECK(db.Scalar("SELECT count(*) FROM audit_log WHERE action = 'release' AND reservation_id = '" + id +
+                  "'") == "1");
+  CHECK(Request(gw.base(), "GET", "/v1/reservations/00000000-0000-0000-0000-000000000000", "", "",
+                ApiKeyHeader())
+            .status == 404);
+  CHECK(Request(gw.base(), "GET", "/v1/reservations/not-a-uuid", "", "", ApiKeyHeader()).status == 404);
+  CheckInvariants(db);
+}
+
+TEST_CASE("the reservations API needs the API key") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  Reply none = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p1"}}});
+  CHECK(none.status == 401);
+  CHECK(none.json["code"] == "unauthorized");
+  Reply wrong = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p1"}}},
+                         {{"Authorization", "Bearer test-api-key-0123456780"}});
+  CHECK(wrong.status == 401);
+  CHECK(wrong.body.find(kApiKey) == std::string::npos);
+  CHECK(db.Scalar("SELECT count(*) FROM reservations") == "0");
+  CHECK(gw.process().Log().find(kApiKey) == std::string::npos);
+}

@@ -1,0 +1,342 @@
+#include "tests/support/harness.h"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "admin/catalog_file.h"
+#include "locks/catalogue.h"
+#include "locks/database.h"
+#include "locks/migrator.h"
+
+extern char** environ;
+
+namespace paintlock::testing {
+
+namespace {
+
+std::string Env(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string RandomSuffix() {
+  static std::mt19937_64 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  std::string s;
+  for (int i = 0; i < 10; ++i) s.push_back("abcdefghijklmnopqrstuvwxyz0123456789"[rng() % 36]);
+  return s;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// "postgresql:///postgres?host=…" → the same URL for database `name`.
+std::string WithDatabase(const std::string& admin, const std::string& name) {
+  static const std::regex re(R"(^(postgres(?:ql)?://[^/]*/)([^?]*)(.*)$)");
+  std::smatch m;
+  if (std::regex_match(admin, m, re)) return std::string(m[1]) + name + std::string(m[3]);
+  return admin + " dbname=" + name;
+}
+
+}  // namespace
+
+std::string AdminUrl() {
+  const char* v = std::getenv("PAINTLOCK_TEST_ADMIN_URL");
+  if (!v || !*v) {
+    FAIL("PAINTLOCK_TEST_ADMIN_URL is not set: run the tests with `make test`");
+  }
+  return v;
+}
+
+std::string BuildDir() { return Env("PAINTLOCK_BUILD_DIR", PAINTLOCK_BUILD_DIR); }
+std::string SourceDir() { return Env("PAINTLOCK_SOURCE_DIR", PAINTLOCK_SOURCE_DIR); }
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TestDatabase::TestDatabase(const std::map<std::string, long long>& paintings) {
+  name_ = "t_" + RandomSuffix();
+  {
+    pqxx::connection admin(AdminUrl());
+    pqxx::nontransaction n(admin);
+    n.exec("CREATE DATABASE " + name_);
+  }
+  url_ = WithDatabase(AdminUrl(), name_);
+  std::string error;
+  REQUIRE_MESSAGE(locks::ApplyMigrations(url_, nullptr, &error), error);
+
+  std::vector<locks::CatalogueEntry> entries;
+  if (paintings.empty()) {
+    std::vector<std::string> problems;
+    const std::string path = SourceDir() + "/fixtures/catalog.json";
+    REQUIRE(admin::ParseCatalogFile(path, ReadFile(path), &entries, &problems));
+  } else {
+    for (const auto& [id, price] : paintings) entries.push_back({id, "Painting " + id, price, "eur"});
+  }
+  locks::DatabaseOptions options;
+  options.url = url_;
+  options.pool_size = 1;
+  auto db = locks::Database::Open(options, &error);
+  REQUIRE_MESSAGE(db, error);
+  locks::Catalogue catalogue(*db);
+  auto report = catalogue.Import(entries, false);
+  REQUIRE(std::holds_alternative<locks::ImportReport>(report));
+}
+
+TestDatabase::~TestDatabase() {
+  try {
+    pqxx::connection admin(AdminUrl());
+    pqxx::nontransaction n(admin);
+    n.exec("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+  } catch (const std::exception&) {
+    // A leftover test database is harmless; the cluster is private.
+  }
+}
+
+pqxx::result TestDatabase::Exec(const std::string& sql) {
+  pqxx::connection c(url_);
+  pqxx::nontransaction n(c);
+  return n.exec(sql);
+}
+
+std::string TestDatabase::Scalar(const std::string& sql) {
+  pqxx::result r = Exec(sql);
+  if (r.empty() || r[0][0].is_null()) return "";
+  return r[0][0].as<std::string>();
+}
+
+std::vector<std::string> TestDatabase::InvariantViolations() {
+  std::vector<std::string> out;
+  for (const auto& row : Exec(ReadFile(SourceDir() + "/sql/checks/invariants.sql"))) {
+    out.push_back(row[0].as<std::string>() + ": " + row[1].as<std::string>(""));
+  }
+  return out;
+}
+
+Process::Process(const std::string& name, const std::vector<std::string>& argv,
+                 const std::map<std::string, std::string>& env) {
+  const std::string dir = BuildDir() + "/test-logs";
+  mkdir(dir.c_str(), 0755);
+  log_path_ = dir + "/" + name + "-" + std::to_string(getpid()) + "-" + RandomSuffix() + ".log";
+  int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+
+  std::map<std::string, std::string> merged;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    merged[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env) merged[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  pid_ = fork();
+  REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  close(fd);
+}
+
+Process::~Process() {
+  if (!Running()) return;
+  Signal(SIGTERM);
+  if (Wait(std::chrono::seconds(5)) < 0) {
+    Signal(SIGKILL);
+    Wait(std::chrono::seconds(5));
+  }
+}
+
+bool Process::Running() {
+  if (exited_) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exited_ = true;
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  }
+  return true;
+}
+
+void Process::Signal(int sig) {
+  if (Running()) kill(pid_, sig);
+}
+
+int Process::Wait(std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (Running()) {
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status_;
+}
+
+std::string Process::Log() const { return ReadFile(log_path_); }
+
+int Process::WaitForPort(std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::istringstream lines(Log());
+    std::string line;
+    while (std::getline(lines, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.value("event", "") == "listening" && j.contains("port")) {
+        return j["port"].get<int>();
+      }
+    }
+    if (!Running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL("process did not start listening; its log (" << log_path_ << "):\n" << Log());
+  return -1;
+}
+
+FakeStripe::FakeStripe(const std::string& webhook_url) {
+  std::vector<std::string> argv = {BuildDir() + "/fake-stripe", "--listen", "127.0.0.1:0",
+                                   "--webhook-secret", kWebhookSecret};
+  if (!webhook_url.empty()) {
+    argv.push_back("--webhook-url");
+    argv.push_back(webhook_url);
+  }
+  process_ = std::make_unique<Process>("fake-stripe", argv, std::map<std::string, std::string>{});
+  port_ = process_->WaitForPort();
+}
+
+nlohmann::json FakeStripe::Control(const std::string& method, const std::string& path,
+                                   const nlohmann::json& body) {
+  Reply r = Request(base(), method, path, method == "GET" ? "" : body.dump());
+  REQUIRE_MESSAGE(r.status >= 200, "fake Stripe control " << path << " gave no answer");
+  REQUIRE_MESSAGE(r.status < 300, "fake Stripe control " << path << " → " << r.status << " " << r.body);
+  return r.json;
+}
+
+Gateway::Gateway(const TestDatabase& db, const std::string& stripe_base, GatewayOptions options) {
+  port_ = options.port ? options.port : FreeLoopbackPort();
+  std::map<std::string, std::string> env = {
+      {"DATABASE_URL", db.url()},
+      {"PAINTLOCK_LISTEN", "127.0.0.1:" + std::to_string(port_)},
+      {"STRIPE_SECRET_KEY", kStripeKey},
+      {"STRIPE_API_BASE", stripe_base},
+      {"STRIPE_WEBHOOK_SECRET", kWebhookSecret},
+      {"PAINTLOCK_API_KEY", kApiKey},
+      {"PAINTLOCK_HTTP_THREADS", "32"},
+      {"PAINTLOCK_DB_POOL", "8"},
+      {"STRIPE_TIMEOUT_MS", "2000"},
+  };
+  for (const auto& [k, v] : options.env) env[k] = v;
+  process_ = std::make_unique<Process>("gateway", std::vector<std::string>{BuildDir() + "/paintlock"}, env);
+  process_->WaitForPort();
+}
+
+std::string Reply::Header(const std::string& name) const {
+  auto it = headers.find(name);
+  return it == headers.end() ? "" : it->second;
+}
+
+Reply Request(const std::string& base, const std::string& method, const std::string& path,
+              const std::string& body, const std::string& content_type,
+              const httplib::Headers& headers) {
+  httplib::Client client(base);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(30, 0);
+  REQUIRE((method == "GET" || method == "POST" || method == "DELETE"));
+  httplib::Result res = method == "GET"    ? client.Get(path.c_str(), headers)
+                        : method == "POST" ? client.Post(path.c_str(), headers, body, content_type.c_str())
+                                           : client.Delete(path.c_str(), headers);
+  Reply reply;
+  if (!res) return reply;
+  reply.status = res->status;
+  reply.body = res->body;
+  reply.headers = res->headers;
+  reply.json = nlohmann::json::parse(res->body, nullptr, false);
+  if (reply.json.is_discarded()) reply.json = nullptr;
+  return reply;
+}
+
+Reply PostJson(const std::string& base, const std::string& path, const nlohmann::json& body,
+               const httplib::Headers& headers) {
+  return Request(base, "POST", path, body.dump(), "application/json", headers);
+}
+
+httplib::Headers ApiKeyHeader() {
+  return {{"Authorization", std::string("Bearer ") + kApiKey}};
+}
+
+void RunConcurrently(int n, const std::function<void(int)>& fn) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return go; });
+      }
+      fn(i);
+    });
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+}
+
+bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+}  // namespace paintlock::testing

@@ -1,0 +1,135 @@
+// The integration-test harness: a fresh PostgreSQL database per test, and
+// real fake-stripe and paintlock processes on loopback ports.
+//
+// Tests run against the private cluster `make test` starts; its admin URL
+// comes in PAINTLOCK_TEST_ADMIN_URL. Binaries come from PAINTLOCK_BUILD_DIR.
+// Every process logs to build/test-logs/<name>-<test pid>-<random>.log; a
+// failing test prints the path of the log that tells its story.
+#pragma once
+
+#include <httplib.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
+
+namespace paintlock::testing {
+
+// A database created for one test from the migrations, with the sample
+// catalogue (or the given paintings) imported; dropped at the end.
+class TestDatabase {
+ public:
+  // `paintings`: id → price_minor (currency eur). Empty: fixtures/catalog.json.
+  explicit TestDatabase(const std::map<std::string, long long>& paintings = {});
+  ~TestDatabase();
+  const std::string& url() const { return url_; }
+  // Runs one statement on a fresh connection; for assertions and ageing rows.
+  pqxx::result Exec(const std::string& sql);
+  // The first column of the first row, as text ("" for NULL).
+  std::string Scalar(const std::string& sql);
+  // Every invariant of DESIGN.md that SQL can see; empty when all hold.
+  std::vector<std::string> InvariantViolations();
+
+ private:
+  std::string name_;
+  std::string url_;
+};
+
+std::string AdminUrl();
+std::string BuildDir();
+std::string SourceDir();
+int FreeLoopbackPort();
+
+// A child process whose stdout/stderr go to a log file.
+class Process {
+ public:
+  Process(const std::string& name, const std::vector<std::string>& argv,
+          const std::map<std::string, std::string>& env);
+  ~Process();  // SIGTERM, then SIGKILL after 5 s
+  // Waits for the JSON log line {"event":"listening",...,"port":N}.
+  int WaitForPort(std::chrono::seconds timeout = std::chrono::seconds(20));
+  void Signal(int sig);
+  // Waits for exit; returns the exit status (or 128+signal), -1 on timeout.
+  int Wait(std::chrono::seconds timeout = std::chrono::seconds(20));
+  bool Running();
+  std::string Log() const;  // everything it printed so far
+  const std::string& log_path() const { return log_path_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int status_ = 0;
+  std::string log_path_;
+};
+
+constexpr const char* kApiKey = "test-api-key-0123456789";
+constexpr const char* kWebhookSecret = "whsec_test_paintlock_secret";
+constexpr const char* kStripeKey = "sk_test_paintlock";
+
+class FakeStripe {
+ public:
+  // Delivers webhooks to `webhook_url` (may be empty).
+  explicit FakeStripe(const std::string& webhook_url = "");
+  int port() const { return port_; }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // POST/GET on the /_test control API (JSON); returns the parsed body.
+  nlohmann::json Control(const std::string& method, const std::string& path,
+                         const nlohmann::json& body = nlohmann::json::object());
+  nlohmann::json Sessions() { return Control("GET", "/_test/sessions"); }
+  nlohmann::json Requests() { return Control("GET", "/_test/requests"); }
+  Process& process() { return *process_; }
+
+ private:
+  std::unique_ptr<Process> process_;
+  int port_ = 0;
+};
+
+struct GatewayOptions {
+  std::map<std::string, std::string> env;  // extra or overriding variables
+  int port = 0;                            // 0: pick a free one
+};
+
+class Gateway {
+ public:
+  Gateway(const TestDatabase& db, const std::string& stripe_base, GatewayOptions options = {});
+  int port() const { return port_; }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  Process& process() { return *process_; }
+
+ private:
+  std::unique_ptr<Process> process_;
+  int port_ = 0;
+};
+
+struct Reply {
+  int status = 0;  // 0: no answer
+  nlohmann::json json;  // null unless the body is JSON
+  std::string body;
+  httplib::Headers headers;
+  std::string Header(const std::string& name) const;
+};
+
+// One request on a fresh connection (tests that need concurrency call these
+// from many threads).
+Reply Request(const std::string& base, const std::string& method, const std::string& path,
+              const std::string& body = "", const std::string& content_type = "application/json",
+              const httplib::Headers& headers = {});
+Reply PostJson(const std::string& base, const std::string& path, const nlohmann::json& body,
+               const httplib::Headers& headers = {});
+httplib::Headers ApiKeyHeader();
+
+// Runs `fn(i)` for i in [0, n) on n threads released at once; joins them.
+void RunConcurrently(int n, const std::function<void(int)>& fn);
+
+// Polls `condition` every 20 ms until it holds or `timeout` passes.
+bool Eventually(const std::function<bool()>& condition,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+
+}  // namespace paintlock::testing
