@@ -1,0 +1,40 @@
+#include "gateway/visitor.h"
+
+#include <doctest/doctest.h>
+
+using namespace paintlock::gateway;
+
+TEST_CASE("networks match IPv4 and IPv6 addresses by prefix") {
+  auto n = Network::Parse("10.1.0.0/16");
+  REQUIRE(n);
+  CHECK(n->Contains("10.1.200.3"));
+  CHECK(!n->Contains("10.2.0.1"));
+  CHECK(Network::Parse("127.0.0.1")->Contains("127.0.0.1"));
+  CHECK(!Network::Parse("127.0.0.1")->Contains("127.0.0.2"));
+  CHECK(Network::Parse("fd00::/8")->Contains("fd12::1"));
+  CHECK(!Network::Parse("fd00::/8")->Contains("fe80::1"));
+  CHECK(!Network::Parse("10.0.0.0/33"));
+  CHECK(!Network::Parse("example.com"));
+  std::string bad;
+  CHECK(!ParseNetworks("127.0.0.1, nonsense", &bad));
+  CHECK(bad == "nonsense");
+}
+
+TEST_CASE("X-Forwarded-For is believed only from trusted proxies") {
+  VisitorIdentity id("k" + std::string(31, 'x'), *ParseNetworks("127.0.0.1,10.0.0.0/8", nullptr));
+  httplib::Request direct;
+  direct.remote_addr = "203.0.113.9";
+  direct.headers.emplace("X-Forwarded-For", "1.2.3.4");
+  CHECK(id.ClientAddress(direct) == "203.0.113.9");  // a client cannot pick its own identity
+
+  httplib::Request proxied;
+  proxied.remote_addr = "127.0.0.1";
+  proxied.headers.emplace("X-Forwarded-For", "6.6.6.6, 198.51.100.7, 10.0.0.5");
+  CHECK(id.ClientAddress(proxied) == "198.51.100.7");
+
+  CHECK(id.VisitorOf(direct).size() == 32);
+  CHECK(id.VisitorOf(direct) != id.Hash("198.51.100.7"));
+  CHECK(id.VisitorOf(direct).find("203") == std::string::npos);
+  VisitorIdentity other_key("y" + std::string(31, 'x'), {});
+  CHECK(other_key.Hash("203.0.113.9") != id.Hash("203.0.113.9"));
+}
