@@ -1,5 +1,7 @@
 #include "gateway/config.h"
 
+#include "gateway/visitor.h"
+
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -158,6 +160,18 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems) {
   r.Integer("PAINTLOCK_MAX_BODY_BYTES", 1024, 16 * 1024 * 1024, "a number of bytes", &max_body);
   c.max_body_bytes = static_cast<std::size_t>(max_body);
   if (auto v = r.Get("PAINTLOCK_STOREFRONT_DIR")) c.storefront_dir = *v;
+  if (auto v = r.Get("PAINTLOCK_VISITOR_KEY")) {
+    if (v->size() < 16) r.Problem("PAINTLOCK_VISITOR_KEY", "must be at least 16 characters");
+    else c.visitor_key = *v;
+  }
+  if (auto v = r.Get("PAINTLOCK_TRUSTED_PROXIES")) {
+    std::string bad;
+    if (!ParseNetworks(*v, &bad)) {
+      r.Problem("PAINTLOCK_TRUSTED_PROXIES", "\"" + bad + "\" is not an IP address or CIDR network");
+    } else {
+      c.trusted_proxies = *v;
+    }
+  }
   if (auto v = r.Get("PAINTLOCK_LOG_LEVEL")) {
     if (*v != "debug" && *v != "info" && *v != "warn" && *v != "error") {
       r.Problem("PAINTLOCK_LOG_LEVEL", "must be debug, info, warn or error");
@@ -185,6 +199,9 @@ std::string ConfigHelp() {
   PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
   PAINTLOCK_MAX_BODY_BYTES          largest request body (default 65536)
   PAINTLOCK_STOREFRONT_DIR          serve a static storefront at /shop/ (optional)
+  PAINTLOCK_VISITOR_KEY             secret (>= 16 chars) for visitor ids = HMAC(key, client IP);
+                                    share it between gateways (unset: random per process)
+  PAINTLOCK_TRUSTED_PROXIES         IPs/CIDRs whose X-Forwarded-For is believed (default none)
   PAINTLOCK_LOG_LEVEL               debug | info | warn | error (default info)
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)

@@ -42,6 +42,11 @@ struct Config {
   std::chrono::milliseconds db_statement_timeout{5000};
   std::size_t max_body_bytes = 64 * 1024;
   std::string storefront_dir;  // served at /shop/ when set
+  // Visitors are HMAC(visitor_key, client IP) (gateway/visitor.h). Gateways
+  // that must agree on who a visitor is share the key. Empty: a random key
+  // per process, with a warning at start-up.
+  std::string visitor_key;
+  std::string trusted_proxies;  // comma-separated IPs/CIDRs allowed to set X-Forwarded-For
   std::string log_level = "info";
 };
 

@@ -1,5 +1,6 @@
 // paintlock: the checkout gateway. Only this file wires concrete objects.
 #include <httplib.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -105,8 +106,22 @@ int main(int argc, char** argv) {
   settings.session_ttl = config.session_ttl;
   gateway::Checkout checkout(catalogue, reservations, *stripe_client, fulfilment, audit, settings);
 
+  std::string visitor_key = config.visitor_key;
+  if (visitor_key.empty()) {
+    unsigned char random[32];
+    RAND_bytes(random, sizeof random);
+    visitor_key.assign(reinterpret_cast<const char*>(random), sizeof random);
+    gateway::LogWarn("visitor_key_random",
+                     {{"why", "PAINTLOCK_VISITOR_KEY is not set: visitor ids differ between gateway "
+                              "processes and restarts, so per-visitor quotas and limits are per process"}});
+  }
+  std::string bad_network;
+  gateway::VisitorIdentity visitors(visitor_key,
+                                    *gateway::ParseNetworks(config.trusted_proxies, &bad_network));
+
   httplib::Server server;
-  gateway::HttpApi api(config, {*db, catalogue, reservations, checkout, fulfilment, *stripe_client});
+  gateway::HttpApi api(config,
+                       {*db, catalogue, reservations, checkout, fulfilment, *stripe_client, visitors});
   api.Install(server);
 
   int port = config.listen_port;

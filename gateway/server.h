@@ -12,6 +12,7 @@
 
 #include "gateway/checkout.h"
 #include "gateway/config.h"
+#include "gateway/visitor.h"
 #include "locks/catalogue.h"
 #include "locks/database.h"
 #include "locks/reservations.h"
@@ -27,6 +28,7 @@ struct Services {
   Checkout& checkout;
   webhooks::Fulfilment& fulfilment;
   stripe::StripeClient& stripe;
+  VisitorIdentity& visitors;
 };
 
 class HttpApi {
