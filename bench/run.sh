@@ -50,7 +50,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 key=bench-api-key-0123456789
 DATABASE_URL=$db PAINTLOCK_LISTEN=127.0.0.1:$port PAINTLOCK_API_KEY=$key \
   STRIPE_SECRET_KEY=sk_test_bench STRIPE_API_BASE=http://127.0.0.1:9 STRIPE_WEBHOOK_SECRET=whsec_bench \
-  PAINTLOCK_HOLD_SECONDS=$hold PAINTLOCK_DB_POOL=$clients PAINTLOCK_HTTP_THREADS=$((clients * 2)) \
+  PAINTLOCK_LOG_LEVEL=${LOG_LEVEL:-info} PAINTLOCK_HOLD_SECONDS=$hold PAINTLOCK_DB_POOL=$clients PAINTLOCK_HTTP_THREADS=$((clients * 2)) \
   "$build/paintlock" >"$work/gateway.log" 2>&1 &
 gw_pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done

@@ -5,13 +5,23 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <thread>
+#include <unistd.h>
 
 namespace paintlock::gateway {
 
 namespace {
 
-std::mutex g_mu;
-std::string g_component = "paintlock";          // guarded by g_mu
+// Leaked on purpose: the flusher thread may run while static destructors do.
+std::mutex& g_mu = *new std::mutex;
+std::string& g_component = *new std::string("paintlock");  // guarded by g_mu
+// Lines not yet written to stdout; guarded by g_mu. Info and debug lines wait
+// here for at most kFlushInterval so that a busy gateway makes one write(2)
+// per batch instead of one per request, with no thread waiting on another's
+// write; warnings and errors are written at once.
+std::string& g_pending = *new std::string;
+constexpr auto kFlushInterval = std::chrono::milliseconds(100);
+constexpr size_t kFlushBytes = 64 * 1024;
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 thread_local std::string t_request_id;
 
@@ -38,7 +48,41 @@ std::string NowUtc() {
   return buf;
 }
 
+void WriteLocked() {
+  size_t done = 0;
+  while (done < g_pending.size()) {
+    ssize_t n = ::write(STDOUT_FILENO, g_pending.data() + done, g_pending.size() - done);
+    if (n <= 0) break;  // nowhere to log to: drop rather than block the server
+    done += static_cast<size_t>(n);
+  }
+  g_pending.clear();
+}
+
+void FlushAtExit() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  WriteLocked();
+}
+
+void StartFlusher() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit(FlushAtExit);
+    std::thread([] {
+      for (;;) {
+        std::this_thread::sleep_for(kFlushInterval);
+        std::lock_guard<std::mutex> lock(g_mu);
+        if (!g_pending.empty()) WriteLocked();
+      }
+    }).detach();
+  });
+}
+
 }  // namespace
+
+void FlushLog() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  WriteLocked();
+}
 
 void SetLogComponent(std::string component) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -73,9 +117,10 @@ void Log(LogLevel level, std::string_view event, const nlohmann::json& fields) {
   }
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   text.push_back('\n');
+  StartFlusher();
   std::lock_guard<std::mutex> lock(g_mu);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  g_pending += text;
+  if (level >= LogLevel::kWarn || g_pending.size() >= kFlushBytes) WriteLocked();
 }
 
 RequestScope::RequestScope(std::string request_id) { t_request_id = std::move(request_id); }

@@ -5,7 +5,9 @@
 // The request id of the request a thread is serving is kept thread-locally
 // (RequestScope) and added to every line that thread writes, so a request's
 // lines can be found together. Secrets must never be passed as fields.
-// Thread-safe: lines from different threads never interleave.
+// Info and debug lines reach stdout within 100 ms (batched: one write per
+// batch, not per request); warnings and errors at once; FlushLog() and process
+// exit write what is pending. Thread-safe: lines never interleave.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -41,6 +43,9 @@ class RequestScope {
   RequestScope(const RequestScope&) = delete;
   RequestScope& operator=(const RequestScope&) = delete;
 };
+
+// Writes every pending line now (before an exit that skips atexit handlers).
+void FlushLog();
 
 const std::string& CurrentRequestId();
 // For servers whose request start and end are separate callbacks.

@@ -6,7 +6,7 @@
 
 using namespace paintlock::locks;
 
-TEST_CASE("text[] literals quote every element") {
+TEST_CASE("text array literals quote every element") {
   CHECK(TextArrayLiteral({"p1", "p2"}) == R"({"p1","p2"})");
   CHECK(TextArrayLiteral({R"(a"b)", R"(c\d)", "e,f"}) == R"({"a\"b","c\\d","e,f"})");
   CHECK(TextArrayLiteral({}) == "{}");

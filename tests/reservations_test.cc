@@ -96,7 +96,7 @@ void RaceOverlappingCarts(TestDatabase& db, const std::vector<std::string>& base
 
 }  // namespace
 
-TEST_CASE("overlapping carts [A,B] and [B,C] at once: never both, never a deadlock, no partial holds") {
+TEST_CASE("overlapping carts A+B and B+C at once: never both, never a deadlock, no partial holds") {
   TestDatabase db({{"A", 1000}, {"B", 2000}, {"C", 3000}});
   FakeStripe stripe;
   Gateway gw(db, stripe.base());
