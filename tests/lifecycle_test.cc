@@ -430,3 +430,61 @@ TEST_CASE("webhook signatures: a changed byte, a wrong secret, an old timestamp,
   CHECK(State(db, r.json["reservation_id"]) == "sold");
   CheckInvariants(db);
 }
+
+TEST_CASE("two sessions competing through a take-over: every delivery order ends the same") {
+  std::map<std::string, long long> catalogue;
+  for (int i = 0; i < 6; ++i) catalogue["t" + std::to_string(i)] = 5000 + i;
+  TestDatabase db(catalogue);
+  Shop shop(db);
+  // Per painting: buyer 1's session S1 lapses and is taken over (expired at
+  // Stripe) by buyer 2's S2; a payment already under way then completes S1
+  // anyway, and buyer 2 pays S2. The three events arrive in every order.
+  std::vector<std::string> order = {"S1.completed", "S1.expired", "S2.completed"};
+  std::vector<std::string> delivered;
+  int n = 0;
+  do {
+    const std::string painting = "t" + std::to_string(n);
+    // The fake records this round's three events but delivers none: we do, in order.
+    shop.stripe.Control("POST", "/_test/webhooks", {{"drop_next", 3}});
+    Reply first = Checkout(shop, {painting});
+    REQUIRE(first.status == 201);
+    const std::string r1 = first.json["reservation_id"];
+    const std::string s1 = SessionOf(shop, r1);
+    Age(db, r1);
+    Reply second = Checkout(shop, {painting});
+    REQUIRE(second.status == 201);
+    const std::string r2 = second.json["reservation_id"];
+    const std::string s2 = SessionOf(shop, r2);
+    shop.stripe.Control("POST", "/_test/sessions/" + s1 + "/pay", {{"payment_status", "paid"}, {"allow_expired", true}});
+    shop.stripe.Control("POST", "/_test/sessions/" + s2 + "/pay", {{"payment_status", "paid"}});
+    std::map<std::string, std::string> ids;
+    for (const auto& e : shop.stripe.Control("GET", "/_test/events")) {
+      const std::string sid = e["data"]["object"]["id"];
+      if (sid != s1 && sid != s2) continue;
+      const std::string name = (sid == s1 ? "S1" : "S2") +
+                               e["type"].get<std::string>().substr(std::string("checkout.session").size());
+      ids[name] = e["id"];
+    }
+    CHECK(ids.size() == 3);
+    for (const auto& name : order) {
+      INFO("order " << n << ": " << name);
+      REQUIRE(ids.count(name));
+      CHECK(shop.stripe.Control("POST", "/_test/events/" + ids[name] + "/deliver")["status"] == 200);
+      delivered.push_back(ids[name]);
+    }
+    CHECK(State(db, r2) == "sold");
+    CHECK(State(db, r1) == "refunded");
+    CHECK(PaintingState(shop, painting) == "sold");
+    ++n;
+  } while (std::next_permutation(order.begin(), order.end()));
+  CHECK(n == 6);
+  CHECK(shop.stripe.Control("GET", "/_test/refunds").size() == 6);
+
+  const std::string before = Snapshot(db);
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& id : delivered) shop.stripe.Control("POST", "/_test/events/" + id + "/deliver");
+  }
+  CHECK(Snapshot(db) == before);
+  CHECK(shop.stripe.Control("GET", "/_test/refunds").size() == 6);
+  CheckInvariants(db);
+}
