@@ -11,6 +11,7 @@
 
 #include "gateway/checkout.h"
 #include "gateway/config.h"
+#include "gateway/listener.h"
 #include "gateway/log.h"
 #include "gateway/server.h"
 #include "locks/audit.h"
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   gateway::VisitorIdentity visitors(visitor_key,
                                     *gateway::ParseNetworks(config.trusted_proxies, &bad_network));
 
-  httplib::Server server;
+  gateway::WideBacklogServer server;
   gateway::HttpApi api(config,
                        {*db, catalogue, reservations, checkout, fulfilment, *stripe_client, visitors});
   api.Install(server);
@@ -129,6 +130,9 @@ int main(int argc, char** argv) {
     port = server.bind_to_any_port(config.listen_host);
   } else if (!server.bind_to_port(config.listen_host, port)) {
     port = -1;
+  }
+  if (port >= 0 && !server.WidenBacklog(1024)) {
+    gateway::LogWarn("listen_backlog_not_widened", {{"backlog", 5}});
   }
   if (port < 0) {
     return Fail("cannot listen on " + config.listen_host + ":" + std::to_string(config.listen_port) +

@@ -13,12 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-void CheckInvariants(TestDatabase& db) {
-  auto violations = db.InvariantViolations();
-  for (const auto& v : violations) INFO(v);
-  CHECK(violations.empty());
-}
-
 Reply Checkout(const Gateway& gw, const json& paintings) {
   return PostJson(gw.base(), "/v1/checkout", {{"paintings", paintings}});
 }

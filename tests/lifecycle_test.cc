@@ -17,12 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-void CheckInvariants(TestDatabase& db) {
-  auto violations = db.InvariantViolations();
-  for (const auto& v : violations) INFO(v);
-  CHECK(violations.empty());
-}
-
 // A gateway and a fake Stripe that delivers its webhooks to it.
 struct Shop {
   explicit Shop(TestDatabase& db, std::map<std::string, std::string> env = {})

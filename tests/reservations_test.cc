@@ -12,12 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-void CheckInvariants(TestDatabase& db) {
-  auto violations = db.InvariantViolations();
-  for (const auto& v : violations) INFO(v);
-  CHECK(violations.empty());
-}
-
 Reply Reserve(const std::string& base, const std::vector<std::string>& paintings) {
   return PostJson(base, "/v1/reservations", {{"paintings", paintings}}, ApiKeyHeader());
 }

@@ -144,6 +144,13 @@ std::vector<std::string> TestDatabase::InvariantViolations() {
   return out;
 }
 
+void CheckInvariants(TestDatabase& db) {
+  const auto violations = db.InvariantViolations();
+  std::string all;
+  for (const auto& v : violations) all += "\n  " + v;
+  CHECK_MESSAGE(violations.empty(), "invariants violated:" << all);
+}
+
 Process::Process(const std::string& name, const std::vector<std::string>& argv,
                  const std::map<std::string, std::string>& env) {
   const std::string dir = BuildDir() + "/test-logs";

@@ -42,6 +42,10 @@ class TestDatabase {
   std::string url_;
 };
 
+// CHECKs that DESIGN.md's invariants hold (sql/checks/invariants.sql), naming
+// every violation. Integration tests end with it.
+void CheckInvariants(TestDatabase& db);
+
 std::string AdminUrl();
 std::string BuildDir();
 std::string SourceDir();
