@@ -3,54 +3,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "stripe/form.h"
+
 namespace paintlock::gateway {
 
-namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> Decode(const std::string& in) {
-  std::string out;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '+') {
-      out.push_back(' ');
-    } else if (in[i] == '%') {
-      if (i + 2 >= in.size()) return std::nullopt;
-      int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else {
-      out.push_back(in[i]);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::optional<std::vector<std::pair<std::string, std::string>>> ParseForm(const std::string& body) {
-  std::vector<std::pair<std::string, std::string>> out;
-  size_t start = 0;
-  while (start <= body.size()) {
-    size_t amp = body.find('&', start);
-    if (amp == std::string::npos) amp = body.size();
-    std::string item = body.substr(start, amp - start);
-    if (!item.empty()) {
-      size_t eq = item.find('=');
-      auto key = Decode(item.substr(0, eq));
-      auto value = Decode(eq == std::string::npos ? "" : item.substr(eq + 1));
-      if (!key || !value) return std::nullopt;
-      out.emplace_back(*key, *value);
-    }
-    start = amp + 1;
-  }
-  return out;
+  stripe::FormFields fields;
+  if (!stripe::DecodeForm(body, &fields)) return std::nullopt;
+  return fields;
 }
 
 bool IsValidPaintingId(const std::string& id) {

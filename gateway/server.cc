@@ -89,7 +89,9 @@ void HttpApi::Install(httplib::Server& server) {
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(config_.max_body_bytes);
   server.set_keep_alive_max_count(100000);
-  server.set_keep_alive_timeout(30);
+  // httplib 0.11 lets an idle keep-alive connection hold its worker (and a
+  // SIGTERM drain) until this timeout: keep it short.
+  server.set_keep_alive_timeout(5);
   server.set_read_timeout(10, 0);
   server.set_write_timeout(10, 0);
   server.set_tcp_nodelay(true);
