@@ -1,0 +1,41 @@
+// Every command group of paintlockctl adds itself to the registry here: a new
+// group is a new file, its declaration below and one call in
+// RegisterAllCommands. paintlockctl_main.cc does not change.
+#pragma once
+
+#include "admin/command.h"
+
+namespace paintlock::admin {
+
+void RegisterMigrateCommand(CommandRegistry& registry);    // migrate_command.cc
+void RegisterCatalogCommands(CommandRegistry& registry);   // catalog_command.cc
+void RegisterHoldsCommand(CommandRegistry& registry);      // holds_command.cc
+void RegisterShowCommand(CommandRegistry& registry);       // show_command.cc
+void RegisterReleaseCommand(CommandRegistry& registry);    // release_command.cc
+void RegisterSoldCommands(CommandRegistry& registry);      // sold_command.cc
+void RegisterSweepCommand(CommandRegistry& registry);      // sweep_command.cc
+void RegisterEventsCommand(CommandRegistry& registry);     // events_command.cc
+void RegisterReconcileCommand(CommandRegistry& registry);  // reconcile_command.cc
+void RegisterQuotaCommands(CommandRegistry& registry);     // quota_command.cc (issue 6)
+void RegisterLicensesCommand(CommandRegistry& registry);   // licenses_command.cc (issue 6)
+void RegisterCreditsCommands(CommandRegistry& registry);   // credits_command.cc (issue 7)
+void RegisterLeasesCommand(CommandRegistry& registry);     // leases_command.cc (issue 7)
+
+// All of the above, in the order `paintlockctl --help` lists them.
+inline void RegisterAllCommands(CommandRegistry& registry) {
+  RegisterHoldsCommand(registry);
+  RegisterShowCommand(registry);
+  RegisterReleaseCommand(registry);
+  RegisterSoldCommands(registry);
+  RegisterReconcileCommand(registry);
+  RegisterEventsCommand(registry);
+  RegisterSweepCommand(registry);
+  RegisterQuotaCommands(registry);    // issue 6
+  RegisterLicensesCommand(registry);  // issue 6
+  RegisterCreditsCommands(registry);  // issue 7
+  RegisterLeasesCommand(registry);    // issue 7
+  RegisterCatalogCommands(registry);
+  RegisterMigrateCommand(registry);
+}
+
+}  // namespace paintlock::admin

@@ -1,0 +1,112 @@
+#include "admin/environment.h"
+
+#include <cstdlib>
+
+#include "locks/migrator.h"
+#include "stripe/https_client.h"
+
+namespace paintlock::admin {
+
+std::optional<long> ParseBoundedInteger(const std::string& value, long lo, long hi) {
+  if (value.empty()) return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(value.c_str(), &end, 10);
+  if (*end != '\0' || n < lo || n > hi) return std::nullopt;
+  return n;
+}
+
+AdminEnvironment::AdminEnvironment(gateway::EnvLookup lookup) : lookup_(std::move(lookup)) {}
+
+AdminEnvironment::~AdminEnvironment() = default;
+
+std::optional<std::string> AdminEnvironment::DatabaseUrl(std::string* error) {
+  auto url = lookup_("DATABASE_URL");
+  if (!url) *error = "DATABASE_URL is not set: export the database's libpq URI (postgresql://…)";
+  return url;
+}
+
+locks::Database* AdminEnvironment::Database(std::string* error) {
+  if (database_) return database_.get();
+  auto url = DatabaseUrl(error);
+  if (!url) return nullptr;
+  // The named statements need the newest schema; say so before preparing them fails.
+  const int applied = locks::AppliedSchemaVersion(*url, error);
+  if (applied < 0) return nullptr;
+  if (applied < locks::LatestSchemaVersion()) {
+    *error = "the database schema is at version " + std::to_string(applied) +
+             " but paintlockctl needs " + std::to_string(locks::LatestSchemaVersion()) +
+             ": run `paintlockctl migrate` with the same DATABASE_URL";
+    return nullptr;
+  }
+  locks::DatabaseOptions options;
+  options.url = *url;
+  options.pool_size = 2;
+  options.application_name = "paintlockctl";
+  // An operator can wait a little longer than a buyer for a hot painting, and
+  // a sweep batch may take a while on a big table.
+  options.lock_timeout = std::chrono::seconds(5);
+  options.statement_timeout = std::chrono::seconds(120);
+  options.idle_in_transaction_timeout = std::chrono::seconds(60);
+  database_ = locks::Database::Open(options, error);
+  return database_.get();
+}
+
+stripe::StripeClient* AdminEnvironment::Stripe(std::string* error) {
+  if (stripe_) return stripe_.get();
+  stripe::HttpsClientOptions options;
+  auto key = lookup_("STRIPE_SECRET_KEY");
+  if (!key) {
+    *error = "STRIPE_SECRET_KEY is not set: export the Stripe secret key (sk_…)";
+    return nullptr;
+  }
+  options.secret_key = *key;
+  if (auto base = lookup_("STRIPE_API_BASE")) options.api_base = *base;
+  if (auto ca = lookup_("STRIPE_CA_FILE")) options.ca_file = *ca;
+  if (auto timeout = lookup_("STRIPE_TIMEOUT_MS")) {
+    auto ms = ParseBoundedInteger(*timeout, 100, 120000);
+    if (!ms) {
+      *error = "STRIPE_TIMEOUT_MS must be a whole number of milliseconds from 100 to 120000";
+      return nullptr;
+    }
+    options.read_timeout = std::chrono::milliseconds(*ms);
+  }
+  if (auto retries = lookup_("STRIPE_MAX_RETRIES")) {
+    auto n = ParseBoundedInteger(*retries, 0, 10);
+    if (!n) {
+      *error = "STRIPE_MAX_RETRIES must be a whole number from 0 to 10";
+      return nullptr;
+    }
+    options.max_retries = static_cast<int>(*n);
+  }
+  std::string why;
+  auto client = stripe::HttpsStripeClient::Create(options, &why);
+  if (!client) {
+    *error = "Stripe settings: " + why;
+    return nullptr;
+  }
+  stripe_ = std::move(client);
+  return stripe_.get();
+}
+
+webhooks::Fulfilment* AdminEnvironment::Fulfilment(std::string* error) {
+  if (fulfilment_) return fulfilment_.get();
+  std::chrono::seconds delayed_hold(14 * 24 * 3600);  // the gateway's default
+  if (auto v = lookup_("PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS")) {
+    auto n = ParseBoundedInteger(*v, 60, 60L * 86400);
+    if (!n) {
+      *error =
+          "PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS must be a whole number of seconds from 60 "
+          "to 5184000";
+      return nullptr;
+    }
+    delayed_hold = std::chrono::seconds(*n);
+  }
+  locks::Database* db = Database(error);
+  if (!db) return nullptr;
+  stripe::StripeClient* client = Stripe(error);
+  if (!client) return nullptr;
+  fulfilment_ = std::make_unique<webhooks::Fulfilment>(*db, *client, delayed_hold);
+  return fulfilment_.get();
+}
+
+}  // namespace paintlock::admin

@@ -1,0 +1,191 @@
+// paintlockctl reconcile: asks Stripe how every session the database has no
+// outcome for ended, and applies the answer through the one fulfilment
+// function (webhooks::Fulfilment::Apply, "session.retrieved"), exactly as the
+// success page and a take-over do. Heals lost webhooks; safe to run any time,
+// as often as you like, concurrently with the gateway.
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "admin/commands.h"
+#include "admin/environment.h"
+#include "admin/table.h"
+
+namespace paintlock::admin {
+
+namespace {
+
+constexpr long kDefaultRate = 20;           // Stripe allows about 25 requests/s in test mode
+constexpr size_t kProgressFrom = 20;        // a run this long reports progress on stderr
+constexpr int kGiveUpAfterUnreachable = 3;  // in a row: Stripe is down, stop asking
+
+constexpr const char* kUsage = R"(Usage: paintlockctl reconcile [--rate PER_SECOND] [--json]
+
+Finds every reservation whose Stripe outcome the database does not know — a
+lapsed hold whose session it last knew as open, a delayed payment settling, a
+refund owed, a released reservation whose session may still be paid — asks
+Stripe for each session, and applies the answer exactly as a webhook would
+(the painting is sold, released, or the late payment refunded). Prints what it
+changed. Heals webhooks that were lost; safe to run at any time, repeatedly,
+while the gateway runs. Long runs show progress on stderr.
+
+Options:
+  --rate PER_SECOND   at most this many sessions per second (default 20; Stripe
+                      allows about 25 requests per second in test mode)
+
+Exit codes: 0 every session reconciled, 1 some could not be (run it again later).
+
+Example:
+  paintlockctl reconcile
+)";
+
+// Outcomes of Fulfilment::Apply that leave the database as it was.
+bool ChangedNothing(const std::string& outcome) {
+  return outcome == "no_change" || outcome == "duplicate" || outcome == "already_sold" ||
+         outcome == "already_refunded" || outcome == "unknown_session";
+}
+
+int Reconcile(CommandContext& ctx) {
+  long rate = kDefaultRate;
+  if (auto text = ctx.args().Value("rate")) {
+    auto n = ParseBoundedInteger(*text, 1, 100);
+    if (!n)
+      return ctx.BadUsage("--rate must be a whole number of sessions per second from 1 to 100");
+    rate = *n;
+  }
+  locks::Database* db = ctx.Database();
+  if (!db) return kExitFailed;
+  auto listed = db->Run("admin_reconcile_candidates", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& row : n.exec_prepared("admin_reconcile_candidates")) {
+      out.push_back(RowJson(row, {"paintings"}));
+    }
+    return out;
+  });
+  if (auto* f = std::get_if<locks::DbFailure>(&listed)) return ctx.FailDatabase(*f, "reconcile");
+  const nlohmann::json candidates = std::get<nlohmann::json>(listed);
+
+  stripe::StripeClient* stripe = nullptr;
+  webhooks::Fulfilment* fulfilment = nullptr;
+  if (!candidates.empty()) {
+    std::string error;
+    fulfilment = ctx.env().Fulfilment(&error);
+    stripe = fulfilment ? ctx.env().Stripe(&error) : nullptr;
+    if (!stripe) {
+      return ctx.Fail(error + " (reconcile asks Stripe about " + std::to_string(candidates.size()) +
+                      " session(s))");
+    }
+  }
+
+  nlohmann::json results = nlohmann::json::array();
+  int changed = 0, failed = 0, unreachable_in_a_row = 0;
+  const auto spacing = std::chrono::microseconds(1000000 / rate);
+  auto next_call = std::chrono::steady_clock::now();
+  auto last_progress = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const nlohmann::json& c = candidates[i];
+    const std::string reservation = c["id"], session_id = c["stripe_session_id"];
+    nlohmann::json result = {{"reservation_id", reservation},
+                             {"session_id", session_id},
+                             {"paintings", c["paintings"]},
+                             {"state_before", c["state"]},
+                             {"stripe_status", nullptr},
+                             {"payment_status", nullptr},
+                             {"outcome", nullptr},
+                             {"state_after", c["state"]},
+                             {"changed", false},
+                             {"error", nullptr}};
+    std::optional<stripe::StripeResult<stripe::CheckoutSession>> retrieved;
+    if (unreachable_in_a_row < kGiveUpAfterUnreachable) {
+      std::this_thread::sleep_until(next_call);
+      next_call = std::chrono::steady_clock::now() + spacing;
+      retrieved = stripe->RetrieveCheckoutSession(session_id);
+    }
+    if (!retrieved) {
+      result["error"] = "not asked: Stripe was unreachable";
+      ++failed;
+    } else if (const auto* err = stripe::ErrorOf(*retrieved)) {
+      unreachable_in_a_row = err->Unavailable() ? unreachable_in_a_row + 1 : 0;
+      result["error"] = "Stripe: " + (err->message.empty() ? err->type : err->message);
+      ++failed;
+    } else {
+      unreachable_in_a_row = 0;
+      const auto& session = std::get<stripe::CheckoutSession>(*retrieved);
+      result["stripe_status"] = session.status;
+      result["payment_status"] = session.payment_status;
+      webhooks::SessionFacts facts = webhooks::FactsOf(session);
+      if (facts.reservation_id.empty()) facts.reservation_id = reservation;
+      auto applied = fulfilment->Apply(facts, "", "session.retrieved", "paintlockctl");
+      if (auto* failure = std::get_if<webhooks::FulfilmentFailure>(&applied)) {
+        result["error"] = *failure == webhooks::FulfilmentFailure::kRefundPending
+                              ? "the refund is still pending: Stripe did not confirm it"
+                              : "could not record Stripe's answer in the database";
+        ++failed;
+      } else {
+        result["outcome"] = std::get<webhooks::FulfilmentResult>(applied).outcome;
+      }
+      auto after = db->Run("admin_reservation_state", [&](pqxx::connection& conn) {
+        pqxx::nontransaction n(conn);
+        pqxx::result r = n.exec_prepared("admin_reservation_state", reservation);
+        return r.empty() ? std::string("deleted") : r[0]["state"].as<std::string>();
+      });
+      if (auto* state = std::get_if<std::string>(&after)) result["state_after"] = *state;
+      const bool did = (result["outcome"].is_string() && !ChangedNothing(result["outcome"])) ||
+                       result["state_after"] != result["state_before"];
+      result["changed"] = did;
+      changed += did ? 1 : 0;
+    }
+    results.push_back(result);
+    const auto now = std::chrono::steady_clock::now();
+    if (candidates.size() >= kProgressFrom && ((i + 1) % 10 == 0 || i + 1 == candidates.size() ||
+                                               now - last_progress > std::chrono::seconds(2))) {
+      ctx.err() << "reconcile: " << i + 1 << "/" << candidates.size() << " sessions\n"
+                << std::flush;
+      last_progress = now;
+    }
+  }
+
+  if (ctx.json()) {
+    ctx.PrintJson({{"checked", candidates.size()},
+                   {"changed", changed},
+                   {"failed", failed},
+                   {"results", results}});
+  } else if (candidates.empty()) {
+    ctx.out() << "nothing to reconcile: the database knows how every Stripe session ended\n";
+  } else {
+    Table table({"RESERVATION", "SESSION", "WAS", "STRIPE SAYS", "OUTCOME", "NOW"});
+    for (const auto& r : results) {
+      std::string stripe_says = Cell(r["stripe_status"]);
+      if (!r["payment_status"].is_null()) stripe_says += "/" + Cell(r["payment_status"]);
+      table.AddRow({Cell(r["reservation_id"]), Cell(r["session_id"]), Cell(r["state_before"]),
+                    stripe_says,
+                    r["error"].is_null() ? Cell(r["outcome"]) : "error: " + Cell(r["error"]),
+                    Cell(r["state_after"])});
+    }
+    table.Print(ctx.out());
+    ctx.out() << "\nreconciled " << candidates.size() << " session(s): " << changed << " changed, "
+              << candidates.size() - changed - failed << " unchanged, " << failed << " failed\n";
+  }
+  if (failed > 0) {
+    return ctx.Fail(std::to_string(failed) +
+                    " session(s) could not be reconciled; run "
+                    "`paintlockctl reconcile` again later");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterReconcileCommand(CommandRegistry& registry) {
+  registry.Add({"reconcile",
+                "ask Stripe how sessions the database has no outcome for ended, and apply it",
+                kUsage,
+                {{"rate", true}},
+                0,
+                0,
+                "reconcile takes no arguments, only options",
+                Reconcile});
+}
+
+}  // namespace paintlock::admin

@@ -1,0 +1,204 @@
+#include "admin/release.h"
+
+#include <nlohmann/json.hpp>
+
+#include "locks/reservations.h"
+
+namespace paintlock::admin {
+
+namespace {
+
+constexpr const char* kActor = "paintlockctl";
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+std::string FenceArrayLiteral(const std::vector<std::int64_t>& fences) {
+  std::string out = "{";
+  for (size_t i = 0; i < fences.size(); ++i) out += (i ? "," : "") + std::to_string(fences[i]);
+  return out + "}";
+}
+
+// Step 3: the fenced release, and what its answer means.
+ReleaseOutcome ReleaseInDatabase(const ReleaseSubject& s, const std::string& reason, bool forced,
+                                 const std::string& stripe_status, locks::Database& db) {
+  struct Answer {
+    std::string outcome, state;
+  };
+  const std::optional<std::string> status =
+      stripe_status.empty() ? std::nullopt : std::optional<std::string>(stripe_status);
+  auto answer = db.Run("admin_release", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    pqxx::row row = n.exec_prepared1("admin_release", s.reservation_id, s.state,
+                                     FenceArrayLiteral(s.fences), reason, kActor, forced, status);
+    return Answer{row["outcome"].as<std::string>(), row["state_now"].as<std::string>("")};
+  });
+  if (auto* f = std::get_if<locks::DbFailure>(&answer)) return *f;
+  const Answer& a = std::get<Answer>(answer);
+  if (a.outcome == "released") return Released{forced, stripe_status};
+  if (a.outcome == "not_found") return ChangedMeanwhile{"deleted"};
+  if (a.state == "released" || a.state == "refunded") {
+    return AlreadyOver{a.state, "it ended while we released it"};
+  }
+  if (a.state == "sold" || a.state == "awaiting_payment" || a.state == "refund_pending") {
+    return PaidRefused{a.state, ""};
+  }
+  return ChangedMeanwhile{a.state};
+}
+
+// What Stripe said of a session that would not expire (or of a delayed
+// payment): apply it like a webhook would, then decide.
+ReleaseOutcome Settle(const ReleaseSubject& s, const stripe::CheckoutSession& session,
+                      const std::string& reason, locks::Database& db,
+                      webhooks::Fulfilment& fulfilment) {
+  if (session.status == "expired") return ReleaseInDatabase(s, reason, false, "expired", db);
+  if (session.status != "complete") {
+    return StripeRefused{"Stripe would not expire session " + s.session_id +
+                         ", which it reports as " + session.status};
+  }
+  webhooks::SessionFacts facts = webhooks::FactsOf(session);
+  if (facts.reservation_id.empty()) facts.reservation_id = s.reservation_id;
+  auto applied = fulfilment.Apply(facts, "", "session.retrieved", kActor);
+  if (auto* failure = std::get_if<webhooks::FulfilmentFailure>(&applied)) {
+    switch (*failure) {
+      case webhooks::FulfilmentFailure::kRefundPending:
+        return PaidRefused{"refund_pending", "refund_needed"};
+      case webhooks::FulfilmentFailure::kDatabaseUnavailable:
+        return locks::DbFailure{locks::DbFailureKind::kUnavailable,
+                                "could not record what Stripe said of the session"};
+      case webhooks::FulfilmentFailure::kInternal:
+        break;
+    }
+    return locks::DbFailure{locks::DbFailureKind::kInternal,
+                            "could not record what Stripe said of the session"};
+  }
+  const std::string outcome = std::get<webhooks::FulfilmentResult>(applied).outcome;
+  if (outcome == "refunded" || outcome == "already_refunded") {
+    return AlreadyOver{"refunded",
+                       "the buyer paid after another buyer took a painting, and was refunded"};
+  }
+  if (outcome == "released") return AlreadyOver{"released", "the delayed payment failed"};
+  // The buyer completed checkout: paid (sold) or paying by a delayed method.
+  auto state = db.Run("admin_reservation_state", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    pqxx::result r = n.exec_prepared("admin_reservation_state", s.reservation_id);
+    return r.empty() ? std::string("deleted") : r[0]["state"].as<std::string>();
+  });
+  if (auto* f = std::get_if<locks::DbFailure>(&state)) return *f;
+  return PaidRefused{std::get<std::string>(state), outcome};
+}
+
+}  // namespace
+
+ReleasePlan PlanRelease(const ReleaseSubject& s, bool force) {
+  if (s.state == "released" || s.state == "refunded") return NothingToRelease{};
+  if (s.state == "sold") return RefuseSold{};
+  if (s.state == "refund_pending") return RefuseRefundOwed{};
+  if (force) return ReleaseNow{true};
+  if (s.state == "awaiting_payment") return AskStripeFirst{};
+  if (s.session_id.empty()) return ReleaseNow{false};
+  return ExpireSessionFirst{};
+}
+
+bool PlanNeedsStripe(const ReleasePlan& plan) {
+  return std::holds_alternative<ExpireSessionFirst>(plan) ||
+         std::holds_alternative<AskStripeFirst>(plan);
+}
+
+std::string DescribePlan(const ReleasePlan& plan, const ReleaseSubject& s,
+                         const stripe::CheckoutSession* seen) {
+  const std::string paintings = Join(s.paintings);
+  if (std::holds_alternative<NothingToRelease>(plan)) {
+    return "nothing to release: it is " + s.state + " already";
+  }
+  if (std::holds_alternative<RefuseSold>(plan)) {
+    return "would refuse: " + paintings +
+           " sold to it (after a refund made elsewhere, use "
+           "`paintlockctl unsold PAINTING`)";
+  }
+  if (std::holds_alternative<RefuseRefundOwed>(plan)) {
+    return "would refuse: its buyer is owed a refund (run `paintlockctl reconcile`)";
+  }
+  if (const auto* now = std::get_if<ReleaseNow>(&plan)) {
+    if (now->forced && !s.session_id.empty()) {
+      return "would release " + paintings + " without asking Stripe (--force); session " +
+             s.session_id + " may still be paid, and a late payment is then accepted or refunded";
+    }
+    return "would release " + paintings +
+           (now->forced ? " (--force)" : " (it has no Stripe session)");
+  }
+  const std::string first = std::holds_alternative<ExpireSessionFirst>(plan)
+                                ? "would expire Stripe session " + s.session_id + " first"
+                                : "would retrieve Stripe session " + s.session_id + " first";
+  if (seen == nullptr) return first + ", then decide (Stripe not asked)";
+  if (seen->status == "open")
+    return "Stripe says the session is open: " + first + ", then release " + paintings;
+  if (seen->status == "expired")
+    return "Stripe says the session is expired: would release " + paintings;
+  if (seen->payment_status == "unpaid") {
+    return "Stripe says the session is complete and a delayed payment is settling: would record "
+           "that and refuse";
+  }
+  return "Stripe says the session is complete and paid: would record the sale of " + paintings +
+         " and refuse";
+}
+
+locks::DbResult<std::optional<ReleaseSubject>> LoadReleaseSubject(
+    locks::Database& db, const std::string& reservation_id) {
+  using Result = std::optional<ReleaseSubject>;
+  if (!locks::LooksLikeUuid(reservation_id)) return Result{};
+  return db.Run("admin_reservations", [&](pqxx::connection& c) -> Result {
+    pqxx::nontransaction n(c);
+    const std::optional<std::string> none;
+    pqxx::result r = n.exec_prepared("admin_reservations", none, reservation_id, none);
+    if (r.empty()) return std::nullopt;
+    const auto& row = r[0];
+    ReleaseSubject s;
+    s.reservation_id = row["id"].as<std::string>();
+    s.state = row["state"].as<std::string>();
+    s.released_reason = row["released_reason"].as<std::string>("");
+    s.session_id = row["stripe_session_id"].as<std::string>("");
+    s.stripe_status = row["stripe_status"].as<std::string>("");
+    for (const auto& item : nlohmann::json::parse(row["items"].as<std::string>("[]"))) {
+      s.paintings.push_back(item["painting"].get<std::string>());
+      s.fences.push_back(item["fence"].get<std::int64_t>());
+    }
+    return s;
+  });
+}
+
+ReleaseOutcome CarryOutRelease(const ReleaseSubject& s, const ReleasePlan& plan,
+                               const std::string& reason, locks::Database& db,
+                               stripe::StripeClient* stripe, webhooks::Fulfilment* fulfilment) {
+  if (std::holds_alternative<NothingToRelease>(plan))
+    return AlreadyOver{s.state, s.released_reason};
+  if (std::holds_alternative<RefuseSold>(plan)) return PaidRefused{"sold", ""};
+  if (std::holds_alternative<RefuseRefundOwed>(plan)) return PaidRefused{"refund_pending", ""};
+  if (const auto* now = std::get_if<ReleaseNow>(&plan)) {
+    return ReleaseInDatabase(s, reason, now->forced, "", db);
+  }
+  if (std::holds_alternative<ExpireSessionFirst>(plan)) {
+    auto expired = stripe->ExpireCheckoutSession(s.session_id);
+    if (!stripe::ErrorOf(expired)) {
+      return ReleaseInDatabase(s, reason, false, std::get<stripe::CheckoutSession>(expired).status,
+                               db);
+    }
+    const stripe::StripeError& err = *stripe::ErrorOf(expired);
+    if (err.Unavailable()) return StripeUnreachable{err.message.empty() ? err.type : err.message};
+    // Stripe refused to expire it: it is no longer open. Decide by what it
+    // is, never by the refusal's text (STRIPE.md).
+  }
+  auto retrieved = stripe->RetrieveCheckoutSession(s.session_id);
+  if (const auto* err = stripe::ErrorOf(retrieved)) {
+    if (err->Unavailable())
+      return StripeUnreachable{err->message.empty() ? err->type : err->message};
+    return StripeRefused{"Stripe answered " + std::to_string(err->http_status) + " " + err->type +
+                         ": " + err->message};
+  }
+  return Settle(s, std::get<stripe::CheckoutSession>(retrieved), reason, db, *fulfilment);
+}
+
+}  // namespace paintlock::admin

@@ -1,0 +1,99 @@
+// paintlockctl release: freeing a reservation's paintings by hand without
+// ever taking a painting from a buyer who paid.
+//
+// The order is the gateway's take-over order (DESIGN.md, "Take-over"):
+//  1. Read the reservation: its state and the fence of each of its items.
+//  2. Expire its Stripe session, so that the buyer can no longer pay. If
+//     Stripe says the session is complete, apply that through
+//     webhooks::Fulfilment (actor "paintlockctl"): the paintings are sold, or
+//     a delayed payment is settling; refuse. If Stripe cannot be reached,
+//     refuse: nothing changes.
+//  3. Release in one statement (sql/migrations/0003: paintlock_admin_release)
+//     that locks the rows and releases only if the state and the fences are
+//     still those of step 1. A webhook that sold in between wins, and the
+//     release reports it instead of undoing it.
+// --force skips step 2: a payment that still arrives is then a late payment,
+// accepted if the paintings are still free and refunded otherwise.
+//
+// The plan (step 1's decision) is a pure function, tested alone; carrying it
+// out talks to Stripe and the database. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "locks/database.h"
+#include "stripe/client.h"
+#include "webhooks/fulfilment.h"
+
+namespace paintlock::admin {
+
+// What the database says of a reservation before anything is done.
+struct ReleaseSubject {
+  std::string reservation_id;
+  std::string state;  // held | awaiting_payment | sold | released | refund_pending | refunded
+  std::string released_reason;
+  std::string session_id;              // empty: none
+  std::string stripe_status;           // what Stripe last told us; empty: nothing
+  std::vector<std::string> paintings;  // in id order
+  std::vector<std::int64_t> fences;    // the item fences, same order
+};
+
+// Plans, decided from the database alone.
+struct NothingToRelease {};    // released or refunded already
+struct RefuseSold {};          // sold: after a refund elsewhere, `unsold` is the tool
+struct RefuseRefundOwed {};    // refund_pending: `reconcile` pays it back first
+struct ExpireSessionFirst {};  // held with a session: expire it at Stripe, then release
+struct AskStripeFirst {};      // awaiting_payment: retrieve the session, apply, refuse
+struct ReleaseNow {            // no session, or --force
+  bool forced = false;
+};
+using ReleasePlan = std::variant<NothingToRelease, RefuseSold, RefuseRefundOwed, ExpireSessionFirst,
+                                 AskStripeFirst, ReleaseNow>;
+
+ReleasePlan PlanRelease(const ReleaseSubject& subject, bool force);
+bool PlanNeedsStripe(const ReleasePlan& plan);
+
+// What carrying out `plan` would do, in one sentence (for --dry-run). `seen`
+// is the session as Stripe describes it now, when it was asked (else null).
+std::string DescribePlan(const ReleasePlan& plan, const ReleaseSubject& subject,
+                         const stripe::CheckoutSession* seen);
+
+// Outcomes of carrying out a plan.
+struct Released {
+  bool forced = false;
+  std::string stripe_status;  // what Stripe said of the session; empty when not asked
+};
+struct AlreadyOver {  // nothing held any more: released or refunded, before or meanwhile
+  std::string state;
+  std::string detail;
+};
+struct PaidRefused {  // the buyer paid, is paying, or is owed a refund: nothing released
+  std::string state;
+  std::string fulfilment_outcome;  // what applying Stripe's answer did, if it was applied
+};
+struct StripeUnreachable {  // no answer (or 409/429/5xx): nothing changed; may retry
+  std::string detail;
+};
+struct StripeRefused {  // Stripe answered, but not with something we can act on
+  std::string detail;
+};
+struct ChangedMeanwhile {  // the state or a fence moved since step 1, not to an end state
+  std::string state;
+};
+using ReleaseOutcome = std::variant<Released, AlreadyOver, PaidRefused, StripeUnreachable,
+                                    StripeRefused, ChangedMeanwhile, locks::DbFailure>;
+
+// Reads the subject; nullopt for an unknown reservation.
+locks::DbResult<std::optional<ReleaseSubject>> LoadReleaseSubject(
+    locks::Database& db, const std::string& reservation_id);
+
+// Carries out `plan`. `stripe` and `fulfilment` may be null when
+// !PlanNeedsStripe(plan). Audited by the database as actor "paintlockctl".
+ReleaseOutcome CarryOutRelease(const ReleaseSubject& subject, const ReleasePlan& plan,
+                               const std::string& reason, locks::Database& db,
+                               stripe::StripeClient* stripe, webhooks::Fulfilment* fulfilment);
+
+}  // namespace paintlock::admin

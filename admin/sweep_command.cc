@@ -1,0 +1,155 @@
+// paintlockctl sweep: hygiene, never safety (DESIGN.md, "Data"): availability
+// is computed from the clock, so nothing depends on this running. It deletes
+// finished stories in batches (sql/migrations/0003: paintlock_admin_sweep).
+#include "admin/commands.h"
+#include "admin/duration.h"
+#include "admin/table.h"
+
+namespace paintlock::admin {
+
+namespace {
+
+constexpr std::chrono::hours kDefaultAge{7 * 24};
+// Stripe retries a webhook for up to 3 days: a row younger than that may
+// still hear from Stripe.
+constexpr std::chrono::hours kStripeRetryWindow{72};
+constexpr int kBatch = 500;
+
+constexpr const char* kUsage =
+    R"(Usage: paintlockctl sweep [--older-than DURATION] [--dry-run] [--json]
+
+Deletes the rows of holds that ended more than DURATION ago (default 7d):
+released and refunded reservations with their items, and lapsed holds that
+have no Stripe session (or whose session is known to be expired); and clears
+lock rows that still name a released reservation as holder. Never touches a
+sold, live, awaiting_payment or refund_pending reservation, nor one whose
+Stripe session the database last knew as open (run `paintlockctl reconcile`
+first; the sweep reports how many it kept for that reason). The stripe_events
+and audit_log rows stay. Nothing depends on the sweep having run.
+
+Options:
+  --older-than DURATION   how long ago a hold must have ended (30m, 12h, 7d, 2w)
+  --dry-run               count what would be deleted; delete nothing
+
+Examples:
+  paintlockctl sweep
+  paintlockctl sweep --older-than 30d --dry-run
+)";
+
+int Sweep(CommandContext& ctx) {
+  std::chrono::seconds age = kDefaultAge;
+  if (auto text = ctx.args().Value("older-than")) {
+    auto d = ParseDuration(*text);
+    if (!d)
+      return ctx.BadUsage("--older-than must be a duration such as 12h, 7d or 2w, got \"" + *text +
+                          "\"");
+    age = *d;
+  }
+  const bool dry_run = ctx.args().Has("dry-run");
+  if (age < kStripeRetryWindow && !dry_run) {
+    ctx.Warn("--older-than " + FormatDuration(age) +
+             " is shorter than the 3 days Stripe retries webhooks for; a late event for a deleted "
+             "reservation is recorded as unknown_session");
+  }
+  locks::Database* db = ctx.Database();
+  if (!db) return kExitFailed;
+
+  struct Counts {
+    long long reservations = 0, released = 0, refunded = 0, lapsed = 0, items = 0, holders = 0,
+              kept = 0;
+  };
+  const long long seconds = age.count();
+  auto preview = [&]() {
+    return db->Run("admin_sweep_preview", [&](pqxx::connection& conn) {
+      pqxx::nontransaction n(conn);
+      pqxx::row r = n.exec_prepared1("admin_sweep_preview", seconds);
+      return Counts{r["reservations"].as<long long>(),
+                    r["released"].as<long long>(),
+                    r["refunded"].as<long long>(),
+                    r["lapsed"].as<long long>(),
+                    r["items"].as<long long>(),
+                    r["holders"].as<long long>(),
+                    r["kept_stripe_unknown"].as<long long>()};
+    });
+  };
+  Counts c;
+  if (dry_run) {
+    auto counted = preview();
+    if (auto* f = std::get_if<locks::DbFailure>(&counted)) return ctx.FailDatabase(*f, "sweep");
+    c = std::get<Counts>(counted);
+  } else {
+    // Each batch is its own short transaction (and its own retry): a big
+    // sweep never holds many rows locked at once, and an interrupted one
+    // keeps what it did.
+    for (;;) {
+      auto batch = db->Run("admin_sweep", [&](pqxx::connection& conn) {
+        pqxx::nontransaction n(conn);
+        pqxx::row r = n.exec_prepared1("admin_sweep", seconds, kBatch);
+        return Counts{r["reservations_deleted"].as<long long>(),
+                      r["released_deleted"].as<long long>(),
+                      r["refunded_deleted"].as<long long>(),
+                      r["lapsed_deleted"].as<long long>(),
+                      r["items_deleted"].as<long long>(),
+                      r["holders_cleared"].as<long long>(),
+                      0};
+      });
+      if (auto* f = std::get_if<locks::DbFailure>(&batch)) {
+        ctx.err() << "paintlockctl: sweep stopped after deleting " << c.reservations
+                  << " reservation(s)\n";
+        return ctx.FailDatabase(*f, "sweep");
+      }
+      const Counts& b = std::get<Counts>(batch);
+      c.reservations += b.reservations;
+      c.released += b.released;
+      c.refunded += b.refunded;
+      c.lapsed += b.lapsed;
+      c.items += b.items;
+      c.holders += b.holders;
+      if (b.reservations == 0) break;
+    }
+    auto after = preview();
+    if (auto* f = std::get_if<locks::DbFailure>(&after)) return ctx.FailDatabase(*f, "sweep");
+    c.kept = std::get<Counts>(after).kept;
+  }
+  if (ctx.json()) {
+    ctx.PrintJson({{"dry_run", dry_run},
+                   {"older_than_seconds", age.count()},
+                   {"reservations_deleted", c.reservations},
+                   {"released_deleted", c.released},
+                   {"refunded_deleted", c.refunded},
+                   {"lapsed_deleted", c.lapsed},
+                   {"items_deleted", c.items},
+                   {"holders_cleared", c.holders},
+                   {"kept_stripe_unknown", c.kept}});
+    return kExitOk;
+  }
+  ctx.out() << (dry_run ? "dry run: would delete" : "deleted")
+            << " rows of holds that ended more than " << FormatDuration(age) << " ago\n";
+  PrintFields(ctx.out(),
+              {{"reservations", std::to_string(c.reservations) + " (" + std::to_string(c.released) +
+                                    " released, " + std::to_string(c.refunded) + " refunded, " +
+                                    std::to_string(c.lapsed) + " lapsed)"},
+               {"items", std::to_string(c.items)},
+               {"lock holders cleared", std::to_string(c.holders)}});
+  if (c.kept > 0) {
+    ctx.out() << c.kept
+              << " older reservation(s) kept: the database does not know how their Stripe "
+              << "session ended; run `paintlockctl reconcile`, then sweep again\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterSweepCommand(CommandRegistry& registry) {
+  registry.Add({"sweep",
+                "delete rows of holds that ended long ago (hygiene; never needed for safety)",
+                kUsage,
+                {{"older-than", true}, {"dry-run", false}},
+                0,
+                0,
+                "sweep takes no arguments, only options",
+                Sweep});
+}
+
+}  // namespace paintlock::admin

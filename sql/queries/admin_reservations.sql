@@ -1,0 +1,25 @@
+-- The reservations of a story, oldest first, each with its items and, per
+-- item, the lock row's holder and fence (a reservation still holds a painting
+-- while the lock names it with the item's fence).
+-- $1 painting id or NULL (every reservation that ever had it); $2 reservation
+-- id or NULL; $3 Stripe session id or NULL.
+SELECT r.id, r.state, r.released_reason, paintlock_hold_condition(r.id) AS condition,
+       r.buyer_ref, r.amount_minor, r.currency, r.stripe_session_id, r.stripe_status,
+       r.payment_intent,
+       paintlock_admin_time(r.created_at) AS created_at,
+       paintlock_admin_time(r.updated_at) AS updated_at,
+       paintlock_admin_time(r.held_until) AS held_until, r.held_until > now() AS hold_live,
+       paintlock_admin_time(r.sold_at) AS sold_at,
+       paintlock_admin_time(r.stripe_expires_at) AS stripe_expires_at,
+       paintlock_holds_all(r.id) AS holds,
+       (SELECT json_agg(json_build_object('painting', i.painting_id, 'fence', i.fence,
+                                          'price_minor', i.price_minor,
+                                          'lock_holder', l.holder, 'lock_fence', l.fence)
+                        ORDER BY i.painting_id)
+          FROM reservation_items i JOIN painting_locks l ON l.painting_id = i.painting_id
+         WHERE i.reservation_id = r.id)::text AS items
+  FROM reservations r
+ WHERE r.id = $2::uuid
+    OR r.stripe_session_id = $3::text
+    OR r.id IN (SELECT i.reservation_id FROM reservation_items i WHERE i.painting_id = $1::text)
+ ORDER BY r.created_at, r.id
