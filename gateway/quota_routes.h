@@ -1,0 +1,69 @@
+// Daily quotas and licences over HTTP (locks/QUOTAS.md).
+//
+//   POST /v1/quotas/{name}/consume  → 200 {"allowed": true, "used", "limit", "resets_at", …}
+//                                      or 429 quota_exceeded + Retry-After
+//   GET  /v1/quotas/{name}          → today's count, counting nothing
+//   GET  /v1/licenses/{key}         → {"valid", "status", "current_period_end"}; 404 if unknown
+//   GET  /v1/license                → the same for the key in the request's headers
+//
+// Who is counted: the visitor (VisitorIdentity: an HMAC of the client
+// address; the address itself is never stored or logged), or — for a caller
+// with the API key — the subject it names ({"subject": "…"} in the body, or
+// ?subject= on GET). A request carrying a valid licence key
+// (Authorization: License plk_…, or X-License-Key) is allowed and not
+// counted; a key that does not validate is refused (401/403) rather than
+// silently counted, so a client learns that its key is wrong.
+//
+// Everything a request says is checked before anything is counted: bad input
+// answers 4xx and changes nothing. Thread-safe: handlers share only
+// thread-safe collaborators.
+#pragma once
+
+#include <httplib.h>
+
+#include <optional>
+#include <string>
+
+#include "gateway/config.h"
+#include "gateway/http_errors.h"
+#include "gateway/visitor.h"
+#include "locks/licenses.h"
+#include "locks/quotas.h"
+#include "webhooks/subscriptions.h"
+
+namespace paintlock::gateway {
+
+struct QuotaServices {
+  locks::QuotaStore& quotas;
+  locks::LicenseValidator& licenses;
+  webhooks::SubscriptionLicenses& subscriptions;
+};
+
+// Installs the routes above. `services` and `visitors` must outlive the server.
+void InstallQuotaRoutes(httplib::Server& server, const Config& config, QuotaServices& services,
+                        const VisitorIdentity& visitors);
+
+// The customer.subscription.* branch of POST /v1/webhooks/stripe, called
+// after the signature over `body` was verified. Answers 2xx only once the
+// event is applied (or known), 400 for an event that cannot be applied, 5xx
+// when Stripe should retry.
+void ApplySubscriptionWebhook(QuotaServices& services, const std::string& body,
+                              httplib::Response& res);
+
+// Limits on what these routes read, far below the server-wide ones: a
+// request beyond them is refused before anything else happens.
+constexpr std::size_t kMaxQuotaBodyBytes = 1024;
+constexpr std::size_t kMaxLicenseHeaderBytes = 256;
+
+// The licence key a request carries, `Authorization: License KEY` or
+// `X-License-Key: KEY`, in *key (nullopt when it carries none). False with
+// *error when the headers are unusable (too long, or two different keys).
+bool LicenseKeyOf(const httplib::Request& req, std::optional<std::string>* key, HttpError* error);
+
+// The body of a consume request: empty, or a JSON object whose only member is
+// "subject". False with *error (a 4xx) otherwise; *subject is set when one is
+// named, after checking it (locks::SubjectNameProblem).
+bool ParseConsumeBody(const httplib::Request& req, std::optional<std::string>* subject,
+                      HttpError* error);
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,131 @@
+#include "webhooks/subscriptions.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "gateway/log.h"
+#include "locks/licenses.h"
+
+namespace paintlock::webhooks {
+
+using gateway::LogInfo;
+
+bool IsSubscriptionEventType(const std::string& type) {
+  return type == "customer.subscription.created" || type == "customer.subscription.updated" ||
+         type == "customer.subscription.deleted";
+}
+
+namespace {
+
+std::string StringOr(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+std::int64_t IntegerOr(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return 0;
+  return it->get<std::int64_t>();
+}
+
+// Stripe ids: a prefix, an underscore, and letters, digits or underscores.
+bool IsStripeId(const std::string& id, const char* prefix) {
+  static const std::regex re("^[a-z]{1,8}_[A-Za-z0-9_]{1,250}$");
+  return id.rfind(prefix, 0) == 0 && std::regex_match(id, re);
+}
+
+}  // namespace
+
+std::optional<SubscriptionEvent> DecodeSubscriptionEvent(const std::string& body,
+                                                         std::string* error) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *error = "the body is not a JSON object";
+    return std::nullopt;
+  }
+  SubscriptionEvent e;
+  e.event_id = StringOr(j, "id");
+  e.event_type = StringOr(j, "type");
+  e.event_created_unix = IntegerOr(j, "created");
+  if (e.event_id.empty() || e.event_id.size() > 255 || !IsSubscriptionEventType(e.event_type)) {
+    *error = "not a customer.subscription event with an id";
+    return std::nullopt;
+  }
+  if (e.event_created_unix <= 0) {
+    // Without it the event cannot be ordered against the others.
+    *error = "the event has no created time";
+    return std::nullopt;
+  }
+  const nlohmann::json* object = nullptr;
+  if (auto d = j.find("data"); d != j.end() && d->is_object()) {
+    if (auto o = d->find("object"); o != d->end() && o->is_object()) object = &*o;
+  }
+  if (object == nullptr || StringOr(*object, "object") != "subscription") {
+    *error = "a " + e.event_type + " event must carry a subscription object";
+    return std::nullopt;
+  }
+  e.subscription_id = StringOr(*object, "id");
+  if (!IsStripeId(e.subscription_id, "sub_")) {
+    *error = "the subscription has no valid id (sub_…)";
+    return std::nullopt;
+  }
+  if (auto c = object->find("customer"); c != object->end()) {
+    if (c->is_string()) e.customer_id = c->get<std::string>();
+    if (c->is_object()) e.customer_id = StringOr(*c, "id");
+  }
+  if (!IsStripeId(e.customer_id, "cus_")) {
+    *error = "the subscription has no valid customer (cus_…)";
+    return std::nullopt;
+  }
+  e.status = StringOr(*object, "status");
+  static const std::regex status_re("^[a-z_]{1,40}$");
+  if (!std::regex_match(e.status, status_re)) {
+    *error = "the subscription has no valid status";
+    return std::nullopt;
+  }
+  e.current_period_end_unix = IntegerOr(*object, "current_period_end");
+  if (e.current_period_end_unix == 0) {
+    if (auto items = object->find("items"); items != object->end() && items->is_object()) {
+      if (auto data = items->find("data"); data != items->end() && data->is_array()) {
+        for (const auto& item : *data) {
+          if (item.is_object()) {
+            e.current_period_end_unix =
+                std::max(e.current_period_end_unix, IntegerOr(item, "current_period_end"));
+          }
+        }
+      }
+    }
+  }
+  return e;
+}
+
+SubscriptionOutcome SubscriptionLicenses::Apply(const SubscriptionEvent& event) {
+  if (license_secret_.empty()) return SubscriptionFailure::kNotConfigured;
+  const std::string digest =
+      locks::LicenseKeyDigest(locks::DeriveLicenseKey(license_secret_, event.subscription_id));
+  const std::optional<std::int64_t> period_end =
+      event.current_period_end_unix > 0 ? std::optional<std::int64_t>(event.current_period_end_unix)
+                                        : std::nullopt;
+  auto applied = db_.Run("license_apply", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    pqxx::row row = n.exec_prepared1("license_apply", event.event_id, event.event_type,
+                                     event.event_created_unix, event.subscription_id,
+                                     event.customer_id, event.status, period_end, digest);
+    return SubscriptionApplied{row["outcome"].as<std::string>(), row["status"].as<std::string>("")};
+  });
+  if (auto* f = std::get_if<locks::DbFailure>(&applied)) {
+    return f->kind == locks::DbFailureKind::kInternal ? SubscriptionFailure::kInternal
+                                                      : SubscriptionFailure::kDatabaseUnavailable;
+  }
+  const auto& a = std::get<SubscriptionApplied>(applied);
+  LogInfo("subscription_applied", {{"event_id", event.event_id},
+                                   {"event_type", event.event_type},
+                                   {"subscription_id", event.subscription_id},
+                                   {"outcome", a.outcome},
+                                   {"status", a.status}});
+  return a;
+}
+
+}  // namespace paintlock::webhooks

@@ -1,0 +1,75 @@
+// Stripe subscription events → licences (locks/QUOTAS.md, "Subscriptions").
+//
+// customer.subscription.created / .updated / .deleted arrive signed on the
+// existing webhook route (gateway/server.cc verifies the signature before
+// anything here runs). Each is applied once, in one statement
+// (sql/migrations/0005: paintlock_apply_subscription): deduplicated by event
+// id in stripe_events, and order-safe — a licence shows the subscription
+// data of the newest event by its `created` time, and a cancellation is
+// final. So events applied twice, or in any order, leave the same licence as
+// applied once in order (DESIGN.md invariant 4).
+//
+// The licence key is derived here from PAINTLOCK_LICENSE_SECRET and the
+// subscription id (locks/licenses.h); only its SHA-256 reaches the database.
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "locks/database.h"
+
+namespace paintlock::webhooks {
+
+// customer.subscription.created, .updated or .deleted.
+bool IsSubscriptionEventType(const std::string& type);
+
+struct SubscriptionEvent {
+  std::string event_id;                 // evt_…
+  std::string event_type;               // customer.subscription.…
+  std::int64_t event_created_unix = 0;  // orders the events of one subscription
+  std::string subscription_id;          // sub_…
+  std::string customer_id;              // cus_… (or the id of an expanded customer object)
+  std::string status;                   // active, trialing, past_due, canceled, …
+  // Unix seconds; 0 when absent. Read from the subscription, or — API
+  // versions from 2025-03-31 on moved it — the latest of its items'.
+  std::int64_t current_period_end_unix = 0;
+};
+
+// nullopt and *error when the body is not a subscription event paintlock can
+// apply (no event id, type or created time; an object that is not a
+// subscription, or lacks an id, a customer or a status).
+std::optional<SubscriptionEvent> DecodeSubscriptionEvent(const std::string& body,
+                                                         std::string* error);
+
+struct SubscriptionApplied {
+  std::string outcome;  // created, updated, stale, duplicate
+  std::string status;   // the licence's status afterwards
+};
+
+enum class SubscriptionFailure {
+  kNotConfigured,        // no PAINTLOCK_LICENSE_SECRET: nothing applied; Stripe retries
+  kDatabaseUnavailable,  // nothing applied: retry
+  kInternal,
+};
+
+using SubscriptionOutcome = std::variant<SubscriptionApplied, SubscriptionFailure>;
+
+class SubscriptionLicenses {
+ public:
+  // `license_secret` may be empty: every event then fails kNotConfigured.
+  SubscriptionLicenses(locks::Database& db, std::string license_secret)
+      : db_(db), license_secret_(std::move(license_secret)) {}
+
+  SubscriptionOutcome Apply(const SubscriptionEvent& event);
+
+  bool configured() const { return !license_secret_.empty(); }
+
+ private:
+  locks::Database& db_;
+  const std::string license_secret_;
+};
+
+}  // namespace paintlock::webhooks
