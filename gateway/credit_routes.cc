@@ -1,0 +1,253 @@
+#include "gateway/credit_routes.h"
+
+#include "gateway/http_errors.h"
+#include "gateway/limit_routes.h"
+#include "gateway/log.h"
+
+namespace paintlock::gateway {
+
+namespace {
+
+using nlohmann::json;
+
+HttpError NotFoundError(const std::string& code, const std::string& message) {
+  return {404, code, message, json::object(), 0};
+}
+
+HttpError AccountNotFoundError() {
+  return NotFoundError("account_not_found", "There is no such account.");
+}
+HttpError HoldNotFoundError() { return NotFoundError("hold_not_found", "There is no such hold."); }
+
+// The one table: credit outcomes that are not successes → HTTP errors.
+HttpError CreditError(const locks::InsufficientCredits& o) {
+  return {409,
+          "insufficient_credits",
+          "Only " + std::to_string(o.available) + " credits are available; " +
+              std::to_string(o.requested) + " were asked for. Nothing was held.",
+          {{"available", o.available}, {"requested", o.requested}},
+          0};
+}
+HttpError CreditError(const locks::AccountNotFound&) { return AccountNotFoundError(); }
+HttpError CreditError(const locks::HoldNotFound&) { return HoldNotFoundError(); }
+HttpError CreditError(const locks::HoldWasReleased& o) {
+  return {409,
+          "hold_released",
+          "The hold was released; it cannot be committed. Nothing moved.",
+          {{"amount", o.amount}},
+          0};
+}
+HttpError CreditError(const locks::HoldLapsed& o) {
+  return {409,
+          "hold_expired",
+          "The hold expired at " + o.expired_at + " and its " + std::to_string(o.amount) +
+              " credits are no longer available (" + std::to_string(o.available) +
+              " are). Nothing was committed.",
+          {{"expired_at", o.expired_at}, {"amount", o.amount}, {"available", o.available}},
+          0};
+}
+HttpError CreditError(const locks::HoldWasCommitted& o) {
+  return {409,
+          "hold_committed",
+          "The hold was committed; it cannot be released.",
+          {{"amount", o.amount}},
+          0};
+}
+HttpError CreditError(const locks::IdempotencyKeyReused& o) {
+  return {422,
+          "idempotency_key_reused",
+          "This Idempotency-Key was already used on this account for a top-up of " +
+              std::to_string(o.original_amount) +
+              " credits; use a new key for a different top-up. Nothing moved.",
+          {{"original_amount", o.original_amount}},
+          0};
+}
+HttpError CreditError(const locks::BalanceLimitReached& o) {
+  return {422,
+          "balance_limit",
+          "The balance would pass " + std::to_string(locks::kMaxCreditBalance) +
+              " credits. Nothing moved.",
+          {{"balance", o.balance}},
+          0};
+}
+HttpError CreditError(const locks::DbFailure& f) { return ErrorForLimits(f); }
+
+// Writes the error of any non-success alternative of `outcome`.
+template <class Success, class Outcome>
+void WriteCreditError(httplib::Response& res, const Outcome& outcome) {
+  std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (!std::is_same_v<T, Success>) WriteError(res, CreditError(o));
+      },
+      outcome);
+}
+
+bool RequireJson(const httplib::Request& req, httplib::Response& res, const char* example) {
+  if (RequestMediaType(req) == "application/json") return true;
+  WriteError(
+      res, {415, "unsupported_media_type",
+            std::string("Send the body as application/json: ") + example + ".", json::object(), 0});
+  return false;
+}
+
+// A repeated commit, release or top-up answers exactly as the first did;
+// this header (as Stripe's) tells the caller it was a replay.
+void MarkReplay(httplib::Response& res, bool replayed) {
+  if (replayed) res.set_header("Idempotent-Replayed", "true");
+}
+
+json HoldJson(const locks::CreditHoldView& v) {
+  json j = {{"hold_id", v.id},  {"account_id", v.account_id}, {"amount", v.amount},
+            {"state", v.state}, {"created_at", v.created_at}, {"expires_at", v.expires_at}};
+  if (!v.closed_at.empty()) j["closed_at"] = v.closed_at;
+  if (v.late) j["late"] = *v.late;
+  if (v.balance_after) j["balance_after"] = *v.balance_after;
+  return j;
+}
+
+void GetAccount(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
+  auto got = credits.Account(req.matches[1]);
+  if (auto* f = std::get_if<locks::DbFailure>(&got)) return WriteError(res, ErrorForLimits(*f));
+  const auto& v = std::get<std::optional<locks::CreditAccountView>>(got);
+  if (!v) return WriteError(res, AccountNotFoundError());
+  WriteJson(res, 200,
+            {{"account_id", v->id},
+             {"balance", v->balance},
+             {"held", v->held},
+             {"available", v->available},
+             {"created_at", v->created_at},
+             {"updated_at", v->updated_at}});
+}
+
+void TopUp(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
+  const std::string account = req.matches[1];
+  if (!locks::IsValidAccountId(account)) {
+    return WriteError(res, InvalidRequest("An account id is 1 to 64 letters, digits and _.:- "
+                                          "(starting with a letter or digit).",
+                                          "account_id"));
+  }
+  const std::string key = req.get_header_value("Idempotency-Key");
+  if (key.empty()) {
+    HttpError e{400,
+                "idempotency_key_required",
+                "A top-up needs an Idempotency-Key header (any unique string up to 255 "
+                "characters), so that a retried request cannot credit twice.",
+                {{"param", "Idempotency-Key"}},
+                0};
+    return WriteError(res, e);
+  }
+  if (key.size() > 255) {
+    return WriteError(res, InvalidRequest("The Idempotency-Key is longer than 255 characters.",
+                                          "Idempotency-Key"));
+  }
+  if (!RequireJson(req, res, "{\"amount\": 100}")) return;
+  auto body = ParseJsonObject(req.body, false);
+  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorForField(*e));
+  auto amount =
+      WholeNumberField(std::get<json>(body), "amount", 1, locks::kMaxCreditAmount, std::nullopt);
+  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorForField(*e));
+
+  locks::TopUpOutcome outcome = credits.TopUp(account, key, std::get<std::int64_t>(amount));
+  if (auto* done = std::get_if<locks::TopUpApplied>(&outcome)) {
+    if (!done->replayed) {
+      LogInfo("credits_topped_up", {{"account_id", account},
+                                    {"amount", done->amount},
+                                    {"balance_after", done->balance_after}});
+    }
+    MarkReplay(res, done->replayed);
+    return WriteJson(res, 200,
+                     {{"account_id", done->account_id},
+                      {"amount", done->amount},
+                      {"balance_after", done->balance_after},
+                      {"credited_at", done->credited_at}});
+  }
+  WriteCreditError<locks::TopUpApplied>(res, outcome);
+}
+
+void OpenHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
+  const std::string account = req.matches[1];
+  if (!RequireJson(req, res, "{\"amount\": 10, \"ttl_seconds\": 300}")) return;
+  auto body = ParseJsonObject(req.body, false);
+  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorForField(*e));
+  const json& j = std::get<json>(body);
+  auto amount = WholeNumberField(j, "amount", 1, locks::kMaxCreditAmount, std::nullopt);
+  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorForField(*e));
+  auto ttl = WholeNumberField(j, "ttl_seconds", 1, locks::kMaxHoldTtl.count(), std::nullopt);
+  if (auto* e = std::get_if<FieldError>(&ttl)) return WriteError(res, ErrorForField(*e));
+
+  const std::int64_t requested = std::get<std::int64_t>(amount);
+  locks::HoldOutcome outcome =
+      credits.Hold(account, requested, std::chrono::seconds(std::get<std::int64_t>(ttl)));
+  if (auto* hold = std::get_if<locks::HoldOpened>(&outcome)) {
+    res.set_header("Location", "/v1/holds/" + hold->hold_id);
+    return WriteJson(res, 201,
+                     {{"hold_id", hold->hold_id},
+                      {"account_id", account},
+                      {"amount", requested},
+                      {"expires_at", hold->expires_at},
+                      {"available", hold->available}});
+  }
+  WriteCreditError<locks::HoldOpened>(res, outcome);
+}
+
+void GetHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
+  auto got = credits.GetHold(req.matches[1]);
+  if (auto* f = std::get_if<locks::DbFailure>(&got)) return WriteError(res, ErrorForLimits(*f));
+  const auto& v = std::get<std::optional<locks::CreditHoldView>>(got);
+  if (!v) return WriteError(res, HoldNotFoundError());
+  WriteJson(res, 200, HoldJson(*v));
+}
+
+void CommitHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
+  locks::CommitOutcome outcome = credits.Commit(req.matches[1]);
+  if (auto* done = std::get_if<locks::HoldCommitted>(&outcome)) {
+    // No log line of its own: the request line and the hold's row say it all,
+    // and this is the hot path.
+    MarkReplay(res, done->replayed);
+    return WriteJson(res, 200,
+                     {{"hold_id", done->hold_id},
+                      {"account_id", done->account_id},
+                      {"amount", done->amount},
+                      {"state", "committed"},
+                      {"late", done->late},
+                      {"committed_at", done->committed_at},
+                      {"balance_after", done->balance_after}});
+  }
+  WriteCreditError<locks::HoldCommitted>(res, outcome);
+}
+
+void ReleaseHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
+  locks::ReleaseHoldOutcome outcome = credits.Release(req.matches[1]);
+  if (auto* done = std::get_if<locks::HoldReleased>(&outcome)) {
+    MarkReplay(res, done->replayed);
+    return WriteJson(res, 200,
+                     {{"hold_id", done->hold_id},
+                      {"account_id", done->account_id},
+                      {"amount", done->amount},
+                      {"state", "released"},
+                      {"released_at", done->released_at}});
+  }
+  WriteCreditError<locks::HoldReleased>(res, outcome);
+}
+
+}  // namespace
+
+void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
+                         locks::CreditStore& credits) {
+  // Each route: the API key first, then the handler.
+  auto route = [authorized, &credits](void (*handler)(locks::CreditStore&, const httplib::Request&,
+                                                      httplib::Response&)) {
+    return [authorized, &credits, handler](const httplib::Request& req, httplib::Response& res) {
+      if (authorized(req, res)) handler(credits, req, res);
+    };
+  };
+  server.Get(R"(/v1/accounts/([^/]+))", route(GetAccount));
+  server.Post(R"(/v1/accounts/([^/]+)/credits)", route(TopUp));
+  server.Post(R"(/v1/accounts/([^/]+)/holds)", route(OpenHold));
+  server.Get(R"(/v1/holds/([^/]+))", route(GetHold));
+  server.Post(R"(/v1/holds/([^/]+)/commit)", route(CommitHold));
+  server.Post(R"(/v1/holds/([^/]+)/release)", route(ReleaseHold));
+}
+
+}  // namespace paintlock::gateway

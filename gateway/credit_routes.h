@@ -1,0 +1,27 @@
+// The credit-hold endpoints (locks/CREDITS.md), server-to-server behind the
+// API key:
+//   GET  /v1/accounts/{id}                 balance, held, available (computed now)
+//   POST /v1/accounts/{id}/credits         top up; Idempotency-Key header required
+//   POST /v1/accounts/{id}/holds           {"amount", "ttl_seconds"} → 201 hold or 409
+//   GET  /v1/holds/{id}
+//   POST /v1/holds/{id}/commit             moves the balance once; repeats replay
+//   POST /v1/holds/{id}/release            cancels; repeats replay
+// Outcomes (locks/credits.h) map to statuses in one place, CreditError().
+// Thread-safe: handlers share only the thread-safe store.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+
+#include "locks/credits.h"
+
+namespace paintlock::gateway {
+
+// False (and the 401 written) unless the request carries the API key.
+using AuthorizeFn = std::function<bool(const httplib::Request&, httplib::Response&)>;
+
+void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
+                         locks::CreditStore& credits);
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,74 @@
+// The gateway settings of issue 7, as ParseConfig reads them.
+#include "gateway/limit_routes.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "gateway/config.h"
+
+using namespace paintlock::gateway;
+
+namespace {
+
+Config Parse(std::map<std::string, std::string> vars, std::vector<std::string>* problems) {
+  vars["DATABASE_URL"] = "postgresql:///x";
+  vars["STRIPE_SECRET_KEY"] = "sk_test_123";
+  return ParseConfig(
+      [vars](const std::string& name) -> std::optional<std::string> {
+        auto it = vars.find(name);
+        if (it == vars.end()) return std::nullopt;
+        return it->second;
+      },
+      problems);
+}
+
+}  // namespace
+
+TEST_CASE("rate limits: by default checkouts are limited per visitor, generously") {
+  std::vector<std::string> problems;
+  Config c = Parse({}, &problems);
+  CHECK(problems.empty());
+  CHECK(c.checkout_rate_limit);
+  REQUIRE(c.rate_buckets.size() == 1);
+  CHECK(c.rate_buckets[0].name == "checkout");
+  CHECK(c.rate_buckets[0].capacity >= 100);
+}
+
+TEST_CASE(
+    "rate limits: PAINTLOCK_RATE_LIMITS adds buckets and may tighten checkout, the limit can be "
+    "off") {
+  std::vector<std::string> problems;
+  Config c = Parse({{"PAINTLOCK_RATE_LIMITS", "api:100:10,checkout:10:0.2"},
+                    {"PAINTLOCK_CHECKOUT_RATE_LIMIT", "off"}},
+                   &problems);
+  CHECK(problems.empty());
+  CHECK_FALSE(c.checkout_rate_limit);
+  REQUIRE(c.rate_buckets.size() == 2);
+  CHECK(c.rate_buckets[1].name == "checkout");
+  CHECK(c.rate_buckets[1].capacity == 10);
+  CHECK(ConfigHelp().find("PAINTLOCK_RATE_LIMITS") != std::string::npos);
+  CHECK(ConfigHelp().find("PAINTLOCK_CHECKOUT_RATE_LIMIT") != std::string::npos);
+}
+
+TEST_CASE("rate limits: bad rate-limit settings are start-up problems, one line each") {
+  std::vector<std::string> problems;
+  Parse({{"PAINTLOCK_RATE_LIMITS", "api:100"}, {"PAINTLOCK_CHECKOUT_RATE_LIMIT", "maybe"}},
+        &problems);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].rfind("PAINTLOCK_RATE_LIMITS: \"api:100\"", 0) == 0);
+  CHECK(problems[1].rfind("PAINTLOCK_CHECKOUT_RATE_LIMIT:", 0) == 0);
+}
+
+TEST_CASE("rate limits: database trouble on these endpoints says nothing of paintings") {
+  for (auto kind : {paintlock::locks::DbFailureKind::kContended,
+                    paintlock::locks::DbFailureKind::kUnavailable}) {
+    HttpError e = ErrorForLimits({kind, "detail"});
+    CHECK(e.status == 503);
+    CHECK(e.retry_after_seconds > 0);
+    CHECK(e.message.find("painting") == std::string::npos);
+    CHECK(e.message.find("detail") == std::string::npos);
+  }
+  CHECK(ErrorForLimits({paintlock::locks::DbFailureKind::kInternal, "SELECT secret"}).status ==
+        500);
+}
