@@ -4,11 +4,14 @@
 // The binary is ${PAINTLOCK_BUILD_DIR}/fake-stripe (CMake sets the variable;
 // the default is the repository's build/ folder). Every helper binds port 0,
 // so tests can run in parallel.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -210,4 +213,229 @@ export async function eventually(probe, { timeoutMs = 5_000, intervalMs = 20 } =
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+// ---- Issue 5: a database, a gateway, a static storefront and Chromium -------
+//
+// For end-to-end and browser tests. The database comes from the private
+// cluster `make test` starts (PAINTLOCK_TEST_ADMIN_URL); binaries from
+// PAINTLOCK_BUILD_DIR; every process logs to $PAINTLOCK_BUILD_DIR/test-logs.
+
+const run = promisify(execFile);
+
+export const sourceDir = path.resolve(here, '../..');
+export const storefrontDir = path.join(sourceDir, 'fixtures/storefront');
+export const catalogFile = path.join(sourceDir, 'fixtures/catalog.json');
+export const testLogDir = path.join(buildDir, 'test-logs');
+export const screenshotDir = path.join(buildDir, 'screenshots');
+
+export const GATEWAY_API_KEY = 'js-test-api-key-0123456789';
+export const STRIPE_TEST_KEY = 'sk_test_paintlock_js';
+export const STRIPE_WEBHOOK_SECRET = 'whsec_paintlock_js_storefront';
+
+function adminUrl() {
+  const url = process.env.PAINTLOCK_TEST_ADMIN_URL;
+  if (!url) throw new Error('PAINTLOCK_TEST_ADMIN_URL is not set: run the tests with `make test`');
+  return url;
+}
+
+// "postgresql:///postgres?host=…" → the same URL for database `name`.
+function withDatabase(admin, name) {
+  const m = /^(postgres(?:ql)?:\/\/[^/]*\/)([^?]*)(.*)$/.exec(admin);
+  return m ? m[1] + name + m[3] : `${admin} dbname=${name}`;
+}
+
+/** Runs one SQL statement with psql; resolves to its unaligned output, trimmed. */
+export async function psql(url, sql, { appName } = {}) {
+  const env = { ...process.env, ...(appName ? { PGAPPNAME: appName } : {}) };
+  const { stdout } = await run('psql', ['-X', '-Atq', '-v', 'ON_ERROR_STOP=1', url, '-c', sql], { env });
+  return stdout.trim();
+}
+
+/**
+ * A fresh database migrated with `paintlockctl migrate` and holding the sample
+ * catalogue (fixtures/catalog.json). Returns {name, url, drop()}.
+ */
+export async function createDatabase() {
+  const admin = adminUrl();
+  const name = `t_js_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  await psql(admin, `CREATE DATABASE ${name}`);
+  const url = withDatabase(admin, name);
+  const ctl = path.join(buildDir, 'paintlockctl');
+  const env = { ...process.env, DATABASE_URL: url };
+  await run(ctl, ['migrate'], { env });
+  await run(ctl, ['catalog', 'import', catalogFile], { env });
+  return {
+    name,
+    url,
+    async drop() {
+      await psql(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    },
+  };
+}
+
+/** A loopback port nobody listens on right now. */
+export async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Starts ${PAINTLOCK_BUILD_DIR}/paintlock on `port` (default: a free one)
+ * against `databaseUrl` and the Stripe at `stripeUrl`, with the settings the
+ * C++ harness uses (tests/support/harness.cc, Gateway) plus `env`. Resolves
+ * once it logs "listening": {port, url, logPath, stop()}.
+ */
+export async function startGateway({ databaseUrl, stripeUrl, port, env = {} }) {
+  port = port ?? (await freePort());
+  fs.mkdirSync(testLogDir, { recursive: true });
+  const logPath = path.join(testLogDir, `gateway-js-${process.pid}-${port}.log`);
+  const log = fs.createWriteStream(logPath);
+  const child = spawn(path.join(buildDir, 'paintlock'), [], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PAINTLOCK_LISTEN: `127.0.0.1:${port}`,
+      STRIPE_SECRET_KEY: STRIPE_TEST_KEY,
+      STRIPE_API_BASE: stripeUrl,
+      STRIPE_WEBHOOK_SECRET,
+      PAINTLOCK_API_KEY: GATEWAY_API_KEY,
+      PAINTLOCK_HTTP_THREADS: '32',
+      PAINTLOCK_DB_POOL: '8',
+      STRIPE_TIMEOUT_MS: '2000',
+      ...env,
+    },
+  });
+  child.stderr.pipe(log, { end: false });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const listening = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`paintlock did not listen within 20 s; log: ${logPath}`)), 20_000);
+    exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`paintlock exited early (code ${code}); log: ${logPath}`));
+    });
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      log.write(line + '\n');
+      if (line.includes('"event":"listening"')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  try {
+    await listening;
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    logPath,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+        await exited;
+        clearTimeout(timer);
+      }
+      log.end();
+      return child.exitCode;
+    },
+  };
+}
+
+const CONTENT_TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+};
+
+/**
+ * Serves the files of `dir` on a free loopback port: another origin than the
+ * gateway's, as a shop embedding paintlock would be. `rewriteHtml(text)`
+ * changes every HTML file on the way out. Resolves to {url, close()}.
+ */
+export async function startStaticServer(dir, { rewriteHtml = (text) => text } = {}) {
+  const server = http.createServer((req, res) => {
+    let pathname = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (pathname.endsWith('/')) pathname += 'index.html';
+    const file = path.join(dir, path.normalize(pathname));
+    if (!file.startsWith(dir + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' });
+      res.end('not found');
+      return;
+    }
+    const ext = path.extname(file);
+    let body = fs.readFileSync(file);
+    if (ext === '.html') body = Buffer.from(rewriteHtml(body.toString('utf8')));
+    res.writeHead(200, { 'Content-Type': CONTENT_TYPES[ext] ?? 'application/octet-stream', 'Cache-Control': 'no-store' });
+    res.end(body);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * Debian's Chromium (fixtures/deps.sh installs it), headless, driven by
+ * playwright-core, which never downloads a browser. launch() gives every run
+ * a fresh temporary user-data dir and deletes it on close(); each
+ * browser.newContext() is an independent, incognito-like buyer.
+ */
+export async function launchChromium() {
+  const { chromium } = await import('playwright-core');
+  const executablePath = process.env.PAINTLOCK_CHROMIUM ?? '/usr/bin/chromium';
+  if (!fs.existsSync(executablePath)) {
+    throw new Error(`${executablePath} is missing: run fixtures/deps.sh (it installs Debian's chromium)`);
+  }
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/**
+ * Holds painting `id`'s lock row in an open transaction (psql on stdin), so
+ * checkouts for it queue behind us: a test can have several in flight before
+ * any is decided. release() rolls back and lets them race.
+ */
+export async function holdPaintingLock(databaseUrl, id) {
+  const appName = `paintlock-js-blocker-${process.pid}`;
+  const child = spawn('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', databaseUrl], {
+    stdio: ['pipe', 'ignore', 'inherit'],
+    env: { ...process.env, PGAPPNAME: appName },
+  });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  child.stdin.write(`BEGIN;\nSELECT 1 FROM painting_locks WHERE painting_id = '${id}' FOR UPDATE;\n`);
+  await eventually(async () => (await psql(databaseUrl,
+    `SELECT count(*) FROM pg_stat_activity WHERE application_name = '${appName}' ` +
+    `AND state = 'idle in transaction'`)) === '1', { timeoutMs: 20_000, intervalMs: 50 });
+  return {
+    async release() {
+      child.stdin.end('ROLLBACK;\n');
+      await exited;
+    },
+  };
+}
+
+/** Resolves once `count` gateway sessions wait for a row lock. */
+export async function waitForLockWaiters(databaseUrl, count) {
+  await eventually(async () => Number(await psql(databaseUrl,
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() " +
+    "AND application_name = 'paintlock' AND wait_event_type = 'Lock'")) >= count,
+  { timeoutMs: 30_000, intervalMs: 50 });
 }

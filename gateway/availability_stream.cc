@@ -1,0 +1,195 @@
+#include "gateway/availability_stream.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "gateway/http_errors.h"
+#include "gateway/log.h"
+
+namespace paintlock::gateway {
+
+namespace {
+
+std::string RandomEpoch() {
+  unsigned char bytes[6];
+  RAND_bytes(bytes, sizeof bytes);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 0xf]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatAvailabilityEvent(const std::string& epoch, std::uint64_t seq,
+                                    const Availability& a) {
+  nlohmann::json data = {{"id", a.painting}, {"state", a.state}};
+  if (!a.free_at.empty()) data["free_at"] = a.free_at;
+  return "id: " + epoch + "-" + std::to_string(seq) + "\nevent: painting\ndata: " + data.dump() +
+         "\n\n";
+}
+
+// Holds one of max_streams places for as long as any copy of the stream's
+// content provider lives: httplib destroys the provider when the response is
+// finished, however it finished (client gone, write failed, server stopping).
+class AvailabilityStream::Slot {
+ public:
+  explicit Slot(AvailabilityStream& stream) : stream_(stream) {}
+  ~Slot() { stream_.GiveSlot(); }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+ private:
+  AvailabilityStream& stream_;
+};
+
+AvailabilityStream::AvailabilityStream(AvailabilityStreamOptions options)
+    : options_(std::move(options)) {
+  if (options_.epoch.empty()) options_.epoch = RandomEpoch();
+}
+
+int AvailabilityStream::Update(const std::vector<Availability>& read) {
+  int changed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Availability& a : read) {
+      auto it = board_.find(a.painting);
+      if (it != board_.end() && it->second.second == a) continue;
+      board_[a.painting] = {++seq_, a};
+      ++changed;
+    }
+  }
+  if (changed > 0) changed_.notify_all();
+  return changed;
+}
+
+AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t after,
+                                                               std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, wait, [&] { return closed_ || seq_ > after; });
+  Changes out;
+  out.closed = closed_;
+  out.upto = std::max(after, seq_);
+  if (closed_ || seq_ <= after) return out;
+  for (const auto& [painting, entry] : board_) {
+    if (entry.first > after) out.items.push_back(entry);
+  }
+  std::sort(out.items.begin(), out.items.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+std::uint64_t AvailabilityStream::ResumePoint(const std::string& last_event_id) const {
+  const auto dash = last_event_id.rfind('-');
+  if (dash == std::string::npos || last_event_id.compare(0, dash, options_.epoch) != 0 ||
+      dash != options_.epoch.size()) {
+    return 0;
+  }
+  const std::string digits = last_event_id.substr(dash + 1);
+  if (digits.empty() || digits.size() > 19 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return 0;
+  }
+  const std::uint64_t n = std::strtoull(digits.c_str(), nullptr, 10);
+  std::lock_guard<std::mutex> lock(mu_);
+  return n <= seq_ ? n : 0;
+}
+
+bool AvailabilityStream::TakeSlot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_ || open_ >= options_.max_streams) return false;
+  ++open_;
+  return true;
+}
+
+void AvailabilityStream::GiveSlot() {
+  int open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    open = --open_;
+  }
+  LogInfo("stream_closed", {{"open_streams", open}});
+}
+
+int AvailabilityStream::OpenStreams() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_;
+}
+
+void AvailabilityStream::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  changed_.notify_all();
+}
+
+void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& res) {
+  if (!TakeSlot()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool closing = closed_;
+    lock.unlock();
+    if (closing) {
+      return WriteError(res,
+                        {503, "unavailable", "This gateway is shutting down; try again shortly.",
+                         nlohmann::json::object(), 2});
+    }
+    LogWarn("stream_refused",
+            {{"open_streams", OpenStreams()}, {"max_streams", options_.max_streams}});
+    return WriteError(res, {503, "too_many_streams",
+                            "This gateway has as many live availability streams open as it "
+                            "allows; try again shortly.",
+                            nlohmann::json::object(), 10});
+  }
+  auto slot = std::make_shared<Slot>(*this);
+  struct Cursor {
+    std::uint64_t after = 0;
+    bool started = false;
+    std::chrono::steady_clock::time_point last_write;
+  };
+  auto cursor = std::make_shared<Cursor>();
+  cursor->after = ResumePoint(req.get_header_value("Last-Event-ID"));
+  LogInfo("stream_opened", {{"open_streams", OpenStreams()}, {"resume_after", cursor->after}});
+
+  res.set_header("X-Accel-Buffering", "no");  // proxies (nginx) must not buffer events
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, slot, cursor](size_t, httplib::DataSink& sink) {
+        using std::chrono::steady_clock;
+        std::string out;
+        std::chrono::milliseconds wait{0};
+        if (!cursor->started) {
+          // Tell the client how soon to come back, and flush the headers.
+          out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
+          cursor->started = true;
+        } else {
+          // Return at least every second: httplib checks between calls whether
+          // the server is stopping.
+          const auto until_heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(
+              cursor->last_write + options_.heartbeat - steady_clock::now());
+          wait = std::clamp(until_heartbeat, std::chrono::milliseconds(0),
+                            std::chrono::milliseconds(1000));
+        }
+        Changes changes = WaitForChanges(cursor->after, wait);
+        if (changes.closed) return false;
+        for (const auto& [seq, a] : changes.items)
+          out += FormatAvailabilityEvent(options_.epoch, seq, a);
+        cursor->after = changes.upto;
+        const auto now = steady_clock::now();
+        if (out.empty() && now - cursor->last_write >= options_.heartbeat) out = ": heartbeat\n\n";
+        if (out.empty()) return true;
+        // A vanished client fails here (at the latest on the write after the
+        // one its RST answered); returning false ends the stream.
+        if (!sink.is_writable() || !sink.write(out.data(), out.size())) return false;
+        cursor->last_write = now;
+        return true;
+      });
+}
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,115 @@
+// GET /v1/paintings/stream: every painting's availability, live, as
+// Server-Sent Events (fixtures/storefront/README.md, "The stream").
+//
+// The stream is a board of the latest truth per painting, not a log of
+// changes. Each painting carries the sequence number of its last change; a
+// client that has seen everything up to sequence N is owed exactly the
+// paintings whose number is above N, each in its latest state. So:
+//   * a new client (N = 0) gets every painting first, then the changes;
+//   * a reconnecting client sends Last-Event-ID ("<epoch>-<N>") and gets only
+//     what changed since; an id of another process or an earlier run of this
+//     one (another epoch) gets everything again;
+//   * a slow client never falls behind a queue: bursts of changes to one
+//     painting collapse into its latest state.
+// The board is fed by AvailabilityListener (LISTEN/NOTIFY, one per process)
+// and never reads the database itself.
+//
+// Each open stream holds one httplib worker thread for its whole life, so the
+// number of streams is bounded (max_streams; beyond it 503) and the gateway
+// sizes its thread pool as PAINTLOCK_HTTP_THREADS + PAINTLOCK_MAX_STREAMS:
+// streams can never take the threads checkouts need. A client that vanishes
+// is noticed on the next write: events or, at the latest, a heartbeat
+// comment every `heartbeat`; its thread and slot are then released.
+//
+// Thread-safe.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace paintlock::gateway {
+
+// What painting_states says of one painting.
+struct Availability {
+  std::string painting;
+  std::string state;    // available | reserved | sold
+  std::string free_at;  // RFC 3339 while reserved, else empty
+  bool operator==(const Availability& o) const {
+    return painting == o.painting && state == o.state && free_at == o.free_at;
+  }
+  bool operator!=(const Availability& o) const { return !(*this == o); }
+};
+
+struct AvailabilityStreamOptions {
+  int max_streams = 200;                         // 0: every stream request gets 503
+  std::chrono::seconds heartbeat{15};            // a comment line when nothing else was sent
+  std::chrono::milliseconds client_retry{2000};  // the `retry:` field: reconnect delay
+  std::string epoch;                             // empty: random (tests pin it)
+};
+
+// One SSE event for `a`, with its id:
+//   id: <epoch>-<seq>\nevent: painting\ndata: {"id":"p7","state":"reserved","free_at":"…"}\n\n
+std::string FormatAvailabilityEvent(const std::string& epoch, std::uint64_t seq,
+                                    const Availability& a);
+
+class AvailabilityStream {
+ public:
+  explicit AvailabilityStream(AvailabilityStreamOptions options);
+  AvailabilityStream(const AvailabilityStream&) = delete;
+  AvailabilityStream& operator=(const AvailabilityStream&) = delete;
+
+  // Records what was just read from the database: each painting whose state
+  // differs from the board's gets the next sequence number and wakes every
+  // stream. Returns how many changed.
+  int Update(const std::vector<Availability>& read);
+
+  struct Changes {
+    std::vector<std::pair<std::uint64_t, Availability>> items;  // in sequence order
+    std::uint64_t upto = 0;  // the sequence the reader has now seen everything up to
+    bool closed = false;     // Close() was called: end the stream
+  };
+  // The paintings changed after sequence `after`; waits up to `wait` for one
+  // if there is none yet (returns early, empty, when closed).
+  Changes WaitForChanges(std::uint64_t after, std::chrono::milliseconds wait);
+
+  // The sequence a Last-Event-ID resumes after: its N when it was issued by
+  // this board (same epoch, N not ahead of the board), else 0 (everything).
+  std::uint64_t ResumePoint(const std::string& last_event_id) const;
+
+  // Serves GET /v1/paintings/stream: 503 beyond max_streams, else a
+  // text/event-stream that lasts until the client goes or Close().
+  void Serve(const httplib::Request& req, httplib::Response& res);
+
+  // Streams open now (for /readyz and the leak tests).
+  int OpenStreams() const;
+
+  // Ends every stream (now, and any opened later): call before stopping the
+  // HTTP server so it does not wait for them.
+  void Close();
+
+  const std::string& epoch() const { return options_.epoch; }
+
+ private:
+  class Slot;  // one open stream; gives its place back when destroyed
+
+  bool TakeSlot();
+  void GiveSlot();
+
+  AvailabilityStreamOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, std::pair<std::uint64_t, Availability>> board_;  // guarded by mu_
+  std::uint64_t seq_ = 0;                                                // guarded by mu_
+  bool closed_ = false;                                                  // guarded by mu_
+  int open_ = 0;                                                         // guarded by mu_
+};
+
+}  // namespace paintlock::gateway

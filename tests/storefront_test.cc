@@ -1,0 +1,525 @@
+// The storefront side (issue 5) end to end: CORS on the public endpoints, the
+// form-post paths, /paintlock.js, and the live availability stream across two
+// gateway processes sharing one database, with real PostgreSQL LISTEN/NOTIFY.
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "tests/support/harness.h"
+
+using namespace paintlock::testing;
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr const char* kShop = "https://shop.example";
+
+struct SseEvent {
+  std::string id;
+  std::string event;
+  std::string data;
+  bool comment = false;  // a ":" line (heartbeat)
+  json Json() const { return json::parse(data, nullptr, false); }
+  bool Is(const std::string& painting, const std::string& state) const {
+    if (event != "painting") return false;
+    json j = Json();
+    return j.is_object() && j.value("id", "") == painting && j.value("state", "") == state;
+  }
+};
+
+// A raw HTTP/1.1 client for GET /v1/paintings/stream: it reads the chunked body
+// as it arrives, so a test can wait for one event, and it can vanish without a
+// word (Drop), as a closed browser tab does.
+class StreamClient {
+ public:
+  explicit StreamClient(int port, const std::string& extra_headers = "") {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const std::string request =
+        "GET /v1/paintings/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Accept: text/event-stream\r\n" +
+        extra_headers + "\r\n";
+    REQUIRE(send(fd_, request.data(), request.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(request.size()));
+  }
+  ~StreamClient() { Drop(); }
+  StreamClient(const StreamClient&) = delete;
+  StreamClient& operator=(const StreamClient&) = delete;
+
+  // The response status (0: none within 10 s).
+  int Status() {
+    const auto deadline = std::chrono::steady_clock::now() + milliseconds(10000);
+    while (status_ == 0 && Pump(deadline)) {
+    }
+    return status_;
+  }
+  const std::string& head() const { return head_; }
+  const std::string& body() const { return body_; }
+
+  // The first event after the one the previous WaitFor returned that
+  // `matches`, received by now or within `timeout`: successive calls see
+  // events in the order the gateway sent them.
+  std::optional<SseEvent> WaitFor(const std::function<bool(const SseEvent&)>& matches,
+                                  milliseconds timeout = milliseconds(15000)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (size_t i = from_;;) {
+      for (; i < events_.size(); ++i) {
+        if (matches(events_[i])) {
+          from_ = i + 1;
+          return events_[i];
+        }
+      }
+      if (!Pump(deadline)) return std::nullopt;
+    }
+  }
+  // The first `n` painting events (a new stream's snapshot), by painting id.
+  std::map<std::string, std::string> WaitForSnapshot(size_t n) {
+    std::map<std::string, std::string> out;
+    WaitFor([&](const SseEvent& e) {
+      if (e.event == "painting") out[e.Json()["id"]] = e.Json()["state"];
+      return out.size() == n;
+    });
+    return out;
+  }
+  std::optional<SseEvent> WaitFor(const std::string& painting, const std::string& state,
+                                  milliseconds timeout = milliseconds(15000)) {
+    return WaitFor([&](const SseEvent& e) { return e.Is(painting, state); }, timeout);
+  }
+  // Every event received so far.
+  const std::vector<SseEvent>& events() const { return events_; }
+
+  // Closes with a reset and without reading what is pending.
+  void Drop() {
+    if (fd_ < 0) return;
+    linger hard{1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  // Reads what arrives before `deadline`; false on timeout or end of stream.
+  bool Pump(std::chrono::steady_clock::time_point deadline) {
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || fd_ < 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buf[16384];
+    const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    raw_.append(buf, static_cast<size_t>(n));
+    Parse();
+    return true;
+  }
+
+  void Parse() {
+    if (status_ == 0) {
+      const auto end = raw_.find("\r\n\r\n");
+      if (end == std::string::npos) return;
+      head_ = raw_.substr(0, end);
+      status_ = std::stoi(head_.substr(9, 3));
+      raw_.erase(0, end + 4);
+      chunked_ = head_.find("Transfer-Encoding: chunked") != std::string::npos;
+    }
+    if (!chunked_) {
+      body_ += raw_;
+      raw_.clear();
+      return;
+    }
+    for (;;) {  // de-chunk whatever is complete
+      const auto line_end = raw_.find("\r\n");
+      if (line_end == std::string::npos) break;
+      const size_t size = std::stoul(raw_.substr(0, line_end), nullptr, 16);
+      if (raw_.size() < line_end + 2 + size + 2) break;
+      body_ += raw_.substr(line_end + 2, size);
+      raw_.erase(0, line_end + 2 + size + 2);
+      if (size == 0) break;
+    }
+    for (size_t end; (end = body_.find("\n\n", parsed_)) != std::string::npos; parsed_ = end + 2) {
+      SseEvent e;
+      std::istringstream block(body_.substr(parsed_, end - parsed_));
+      bool any = false;
+      for (std::string line; std::getline(block, line);) {
+        if (line.rfind(":", 0) == 0) e.comment = true;
+        if (line.rfind("id: ", 0) == 0) e.id = line.substr(4);
+        if (line.rfind("event: ", 0) == 0) e.event = line.substr(7);
+        if (line.rfind("data: ", 0) == 0) e.data = line.substr(6);
+        any = any || line.rfind("retry:", 0) != 0;
+      }
+      if (any) events_.push_back(e);
+    }
+  }
+
+  int fd_ = -1;
+  int status_ = 0;
+  bool chunked_ = false;
+  std::string head_, raw_, body_;
+  size_t parsed_ = 0;
+  std::vector<SseEvent> events_;
+  size_t from_ = 0;
+};
+
+int OpenStreams(const Gateway& gw) {
+  Reply r = Request(gw.base(), "GET", "/readyz");
+  return r.json.is_object() && r.json.contains("open_streams") ? r.json["open_streams"].get<int>()
+                                                               : -1;
+}
+
+httplib::Result Options(const Gateway& gw, const std::string& path,
+                        const httplib::Headers& headers) {
+  httplib::Client client(gw.base());
+  client.set_connection_timeout(5, 0);
+  return client.Options(path.c_str(), headers);
+}
+
+// A shop: one database, the fake Stripe delivering webhooks to gateway `a`,
+// and gateways `a` and `b` on the same database.
+struct TwoGateways {
+  explicit TwoGateways(std::map<std::string, std::string> env = {})
+      : port(FreeLoopbackPort()),
+        stripe("http://127.0.0.1:" + std::to_string(port) + "/v1/webhooks/stripe"),
+        a(db, stripe.base(), GatewayOptions{env, port}),
+        b(db, stripe.base(), GatewayOptions{env, 0}) {}
+  TestDatabase db;
+  int port;
+  FakeStripe stripe;
+  Gateway a;
+  Gateway b;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "storefront: CORS: an allowed origin may call the public endpoints, others get no CORS "
+    "headers") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base(),
+             {{{"PAINTLOCK_ALLOWED_ORIGINS", std::string(kShop) + ",http://127.0.0.1:3000"}}});
+
+  Reply allowed = Request(gw.base(), "GET", "/v1/paintings", "", "", {{"Origin", kShop}});
+  CHECK(allowed.status == 200);
+  CHECK(allowed.Header("Access-Control-Allow-Origin") == kShop);
+  CHECK(allowed.Header("Vary") == "Origin");
+
+  Reply checkout =
+      PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p1"}}}, {{"Origin", kShop}});
+  CHECK(checkout.status == 201);
+  CHECK(checkout.Header("Access-Control-Allow-Origin") == kShop);
+  // A conflict's Retry-After must be readable by the page.
+  Reply lost = PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p1"}}}, {{"Origin", kShop}});
+  CHECK(lost.status == 409);
+  CHECK(lost.Header("Access-Control-Allow-Origin") == kShop);
+  CHECK(lost.Header("Access-Control-Expose-Headers").find("Retry-After") != std::string::npos);
+  CHECK(!lost.Header("Retry-After").empty());
+
+  // Another origin is served (the browser hides the answer), without CORS.
+  Reply refused =
+      Request(gw.base(), "GET", "/v1/paintings/p2", "", "", {{"Origin", "https://evil.example"}});
+  CHECK(refused.status == 200);
+  CHECK(refused.Header("Access-Control-Allow-Origin").empty());
+  // Private endpoints never get CORS headers, whatever the origin.
+  httplib::Headers with_key = ApiKeyHeader();
+  with_key.emplace("Origin", kShop);
+  Reply private_api = Request(
+      gw.base(), "GET", "/v1/reservations/" + checkout.json["reservation_id"].get<std::string>(),
+      "", "", with_key);
+  CHECK(private_api.status == 200);
+  CHECK(private_api.Header("Access-Control-Allow-Origin").empty());
+
+  SUBCASE("preflight from an allowed origin") {
+    auto r = Options(gw, "/v1/checkout",
+                     {{"Origin", "http://127.0.0.1:3000"},
+                      {"Access-Control-Request-Method", "POST"},
+                      {"Access-Control-Request-Headers", "content-type"}});
+    REQUIRE(r);
+    CHECK(r->status == 204);
+    CHECK(r->get_header_value("Access-Control-Allow-Origin") == "http://127.0.0.1:3000");
+    CHECK(r->get_header_value("Access-Control-Allow-Methods") == "POST, OPTIONS");
+    CHECK(r->get_header_value("Access-Control-Allow-Headers").find("Content-Type") !=
+          std::string::npos);
+    CHECK(!r->get_header_value("X-Request-Id").empty());
+  }
+  SUBCASE("preflight from another origin is refused") {
+    auto r =
+        Options(gw, "/v1/paintings/stream",
+                {{"Origin", "https://evil.example"}, {"Access-Control-Request-Method", "GET"}});
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    json body = json::parse(r->body);
+    CHECK(body["code"] == "origin_not_allowed");
+    CHECK(body["message"].get<std::string>().find("PAINTLOCK_ALLOWED_ORIGINS") !=
+          std::string::npos);
+    CHECK(r->get_header_value("Access-Control-Allow-Origin").empty());
+  }
+  SUBCASE("the stream and the script carry CORS too") {
+    StreamClient stream(gw.port(), std::string("Origin: ") + kShop + "\r\n");
+    CHECK(stream.Status() == 200);
+    CHECK(stream.head().find(std::string("Access-Control-Allow-Origin: ") + kShop) !=
+          std::string::npos);
+    Reply script = Request(gw.base(), "GET", "/paintlock.js", "", "", {{"Origin", kShop}});
+    CHECK(script.status == 200);
+    CHECK(script.Header("Access-Control-Allow-Origin") == kShop);
+  }
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "storefront: /paintlock.js is the compiled-in script, cacheable and revalidated by ETag") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  Reply r = Request(gw.base(), "GET", "/paintlock.js");
+  REQUIRE(r.status == 200);
+  CHECK(r.Header("Content-Type") == "text/javascript; charset=utf-8");
+  CHECK(r.Header("Cache-Control") == "public, max-age=300");
+  CHECK(r.body.find("data-paintlock-painting") != std::string::npos);
+  const std::string etag = r.Header("ETag");
+  REQUIRE(etag.size() == 18);
+  Reply again = Request(gw.base(), "GET", "/paintlock.js", "", "", {{"If-None-Match", etag}});
+  CHECK(again.status == 304);
+  CHECK(again.body.empty());
+}
+
+TEST_CASE(
+    "storefront: form posts: 303 to Stripe, the HTML page on a conflict, or "
+    "PAINTLOCK_UNAVAILABLE_URL") {
+  TestDatabase db;
+  FakeStripe stripe;
+  const std::string form = "application/x-www-form-urlencoded";
+  SUBCASE("without an unavailable URL: a readable page") {
+    Gateway gw(db, stripe.base());
+    Reply won = Request(gw.base(), "POST", "/v1/checkout", "painting=p4", form);
+    CHECK(won.status == 303);
+    CHECK(won.Header("Location").rfind(stripe.base() + "/pay/cs_", 0) == 0);
+    Reply lost = Request(gw.base(), "POST", "/v1/checkout", "painting=p4", form);
+    CHECK(lost.status == 409);
+    CHECK(lost.Header("Content-Type").rfind("text/html", 0) == 0);
+    CHECK(lost.body.find("data-code=\"painting_reserved\"") != std::string::npos);
+    CHECK(lost.body.find("will be free again at") != std::string::npos);
+  }
+  SUBCASE("with an unavailable URL: 303 there, with painting, code and free_at") {
+    Gateway gw(db, stripe.base(),
+               {{{"PAINTLOCK_UNAVAILABLE_URL", "https://shop.example/taken?lang=en"}}});
+    Reply won = Request(gw.base(), "POST", "/v1/checkout", "painting=p4", form);
+    CHECK(won.status == 303);
+    CHECK(won.Header("Location").rfind(stripe.base() + "/pay/cs_", 0) == 0);
+    const std::string free_at = db.Scalar(
+        "SELECT paintlock_rfc3339(held_until) FROM painting_locks WHERE painting_id = 'p4'");
+
+    Reply lost = Request(gw.base(), "POST", "/v1/checkout", "painting=p4&painting=p5", form);
+    CHECK(lost.status == 303);
+    // The gateway sends free_at=…T14%3A05%3A09Z; httplib's client decodes Location.
+    CHECK(lost.Header("Location") ==
+          "https://shop.example/taken?lang=en&painting=p4&code=painting_reserved&free_at=" +
+              free_at);
+
+    db.Exec("UPDATE paintings SET sold_at = now() WHERE id = 'p6'");
+    Reply sold = Request(gw.base(), "POST", "/v1/checkout", "painting=p6", form);
+    CHECK(sold.status == 303);
+    CHECK(sold.Header("Location") ==
+          "https://shop.example/taken?lang=en&painting=p6&code=painting_sold");
+
+    // Not a conflict: the page, as before (the shop's page is for taken paintings).
+    Reply bad = Request(gw.base(), "POST", "/v1/checkout", "painting=nope!", form);
+    CHECK(bad.status == 400);
+    // JSON callers are never redirected.
+    Reply json_lost = PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p4"}}});
+    CHECK(json_lost.status == 409);
+    CHECK(json_lost.json["code"] == "painting_reserved");
+  }
+  CheckInvariants(db);
+}
+
+TEST_CASE("storefront: a change made through one gateway reaches the stream clients of another") {
+  TwoGateways shop(std::map<std::string, std::string>{{"PAINTLOCK_STREAM_HEARTBEAT_SECONDS", "1"}});
+  StreamClient on_b(shop.b.port());
+  REQUIRE(on_b.Status() == 200);
+  CHECK(on_b.head().find("Content-Type: text/event-stream") != std::string::npos);
+  // First everything: all twelve paintings of the sample catalogue.
+  const auto snapshot = on_b.WaitForSnapshot(12);
+  REQUIRE(snapshot.size() == 12);
+  for (int i = 1; i <= 12; ++i) CHECK(snapshot.at("p" + std::to_string(i)) == "available");
+  StreamClient on_a(shop.a.port());
+  REQUIRE(on_a.WaitForSnapshot(12).size() == 12);
+
+  Reply started = PostJson(shop.a.base(), "/v1/checkout", {{"paintings", {"p7"}}});
+  REQUIRE(started.status == 201);
+  auto reserved = on_b.WaitFor("p7", "reserved");
+  REQUIRE(reserved);
+  CHECK(reserved->Json()["free_at"] == started.json["held_until"]);
+  REQUIRE(on_a.WaitFor("p7", "reserved"));
+
+  // The buyer pays: the webhook reaches gateway a, the stream of b says sold.
+  const std::string session = shop.stripe.Sessions()[0]["id"];
+  shop.stripe.Control("POST", "/_test/sessions/" + session + "/pay", {{"payment_status", "paid"}});
+  auto sold = on_b.WaitFor("p7", "sold");
+  REQUIRE(sold);
+  CHECK_FALSE(sold->Json().contains("free_at"));
+  // Only p7 ever changed after the first twelve.
+  size_t painting_events = 0;
+  for (const auto& e : on_b.events()) {
+    if (e.event != "painting") continue;
+    ++painting_events;
+    if (painting_events > 12) CHECK(e.Json()["id"] == "p7");
+  }
+  CHECK(painting_events == 14);
+  CheckInvariants(shop.db);
+}
+
+TEST_CASE(
+    "storefront: a lapsed hold shows as available with no write, scheduled from the database "
+    "clock") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base(), {{{"PAINTLOCK_HOLD_SECONDS", "2"}}});
+  StreamClient client(gw.port());
+  REQUIRE(client.WaitForSnapshot(12).at("p5") == "available");
+  Reply held = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p5"}}}, ApiKeyHeader());
+  REQUIRE(held.status == 201);
+  REQUIRE(client.WaitFor("p5", "reserved"));
+  REQUIRE(client.WaitFor("p5", "available", milliseconds(15000)));
+  // Nothing was written: the reservation still says held, the lock names it.
+  const std::string id = held.json["reservation_id"];
+  CHECK(db.Scalar("SELECT state FROM reservations WHERE id = '" + id + "'") == "held");
+  CHECK(db.Scalar("SELECT holder FROM painting_locks WHERE painting_id = 'p5'") == id);
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "storefront: Last-Event-ID: a reconnect gets what changed since, an unknown id everything") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  std::string last_id;
+  {
+    StreamClient first(gw.port());
+    int seen = 0;
+    REQUIRE(first.WaitFor([&](const SseEvent& e) {
+      if (e.event == "painting") last_id = e.id;
+      return e.event == "painting" && ++seen == 12;
+    }));
+  }
+  REQUIRE(!last_id.empty());
+  REQUIRE(PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p3"}}}).status == 201);
+
+  StreamClient resumed(gw.port(), "Last-Event-ID: " + last_id + "\r\n");
+  auto first_event = resumed.WaitFor([](const SseEvent& e) { return e.event == "painting"; });
+  REQUIRE(first_event);
+  CHECK(first_event->Is("p3", "reserved"));
+
+  StreamClient stranger(gw.port(), "Last-Event-ID: 0123456789ab-3\r\n");
+  auto everything = stranger.WaitFor([](const SseEvent& e) { return e.event == "painting"; });
+  REQUIRE(everything);
+  REQUIRE(stranger.WaitFor("p3", "reserved"));
+  int paintings = 0;
+  for (const auto& e : stranger.events()) paintings += e.event == "painting";
+  CHECK(paintings == 12);
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "storefront: streams are bounded, send heartbeats, and clients that vanish leak nothing") {
+  TestDatabase db;
+  FakeStripe stripe;
+  constexpr int kMax = 40;
+  Gateway gw(db, stripe.base(),
+             {{{"PAINTLOCK_MAX_STREAMS", std::to_string(kMax)},
+               {"PAINTLOCK_STREAM_HEARTBEAT_SECONDS", "1"},
+               {"PAINTLOCK_HTTP_THREADS", "4"}}});
+  {
+    std::vector<std::unique_ptr<StreamClient>> open;
+    for (int i = 0; i < kMax; ++i) {
+      open.push_back(std::make_unique<StreamClient>(gw.port()));
+      REQUIRE(open.back()->Status() == 200);
+    }
+    CHECK(OpenStreams(gw) == kMax);
+    StreamClient fifth(gw.port());
+    CHECK(fifth.Status() == 503);
+    CHECK(fifth.body().find("\"code\":\"too_many_streams\"") != std::string::npos);
+    CHECK(fifth.head().find("Retry-After: 10") != std::string::npos);
+    // Idle streams get a comment line now and then, which is also how a
+    // vanished client is found.
+    CHECK(open[0]->WaitFor([](const SseEvent& e) { return e.comment; }, milliseconds(5000)));
+    // Streams have threads of their own: ordinary requests are still served.
+    CHECK(Request(gw.base(), "GET", "/v1/paintings").status == 200);
+  }  // all of them vanish at once
+  CHECK(Eventually([&] { return OpenStreams(gw) == 0; }, milliseconds(15000)));
+
+  // As many again, dropped in every way: before a byte was read, after the
+  // headers, after the snapshot; while events are flowing.
+  {
+    std::vector<std::unique_ptr<StreamClient>> clients;
+    for (int i = 0; i < kMax; ++i) {
+      clients.push_back(std::make_unique<StreamClient>(gw.port()));
+      if (i % 3 == 1) CHECK(clients.back()->Status() == 200);
+      if (i % 3 == 2) CHECK(clients.back()->WaitFor("p9", "available"));
+      if (i % 4 == 0) clients.back()->Drop();
+    }
+    REQUIRE(PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p1"}}}).status == 201);
+  }
+  CHECK(Eventually([&] { return OpenStreams(gw) == 0; }, milliseconds(15000)));
+  // And the slots are usable again.
+  StreamClient again(gw.port());
+  CHECK(again.Status() == 200);
+  CHECK(again.WaitFor("p1", "reserved"));
+  CHECK(gw.process().Log().find("\"event\":\"stream_closed\"") != std::string::npos);
+}
+
+TEST_CASE("storefront: the listener reconnects when its database connection is killed") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  StreamClient client(gw.port());
+  REQUIRE(client.WaitForSnapshot(12).at("p2") == "available");
+  REQUIRE(Eventually([&] {
+    return db.Scalar(
+               "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+               "'paintlock-availability' "
+               "AND datname = current_database()") == "1";
+  }));
+  const std::string before = db.Scalar(
+      "SELECT pid FROM pg_stat_activity WHERE application_name = 'paintlock-availability' "
+      "AND datname = current_database()");
+  db.Exec("SELECT pg_terminate_backend(" + before + ")");
+  REQUIRE(Eventually([&] {
+    const std::string now = db.Scalar(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'paintlock-availability' "
+        "AND datname = current_database()");
+    return !now.empty() && now != before;
+  }));
+  // The stream stayed open across it, and changes flow again.
+  REQUIRE(PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p2"}}}).status == 201);
+  CHECK(client.WaitFor("p2", "reserved"));
+  CHECK(gw.process().Log().find("availability_listener_lost") != std::string::npos);
+}
+
+TEST_CASE("storefront: paintlock.availability_notify = off silences the triggers") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  StreamClient client(gw.port());
+  REQUIRE(client.WaitForSnapshot(12).size() == 12);
+  db.Exec(
+      "SET paintlock.availability_notify = off; UPDATE paintings SET sold_at = now() WHERE id = "
+      "'p11'");
+  db.Exec("UPDATE paintings SET sold_at = now() WHERE id = 'p10'");
+  REQUIRE(client.WaitFor("p10", "sold"));
+  // Notifications arrive in commit order: p11's would have come first.
+  for (const auto& e : client.events()) CHECK_FALSE(e.Is("p11", "sold"));
+  CHECK(db.Scalar("SELECT paintlock_availability_notify()") == "t");
+}
