@@ -1,5 +1,6 @@
 #include "gateway/config.h"
 
+#include "gateway/cors.h"
 #include "gateway/visitor.h"
 
 #include <cstdlib>
@@ -179,6 +180,43 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems) {
       c.log_level = *v;
     }
   }
+  // Issue 7: rate-limit buckets and the checkout limit (locks/CREDITS.md).
+  if (auto v = r.Get("PAINTLOCK_RATE_LIMITS")) {
+    std::string bad;
+    auto buckets = locks::ParseRateBuckets(*v, &bad);
+    if (!buckets) r.Problem("PAINTLOCK_RATE_LIMITS", bad);
+    else c.rate_buckets = locks::WithDefaultBuckets(std::move(*buckets));
+  }
+  if (auto v = r.Get("PAINTLOCK_CHECKOUT_RATE_LIMIT")) {
+    if (*v != "on" && *v != "off") {
+      r.Problem("PAINTLOCK_CHECKOUT_RATE_LIMIT", "must be on or off, got \"" + *v + "\"");
+    } else {
+      c.checkout_rate_limit = *v == "on";
+    }
+  }
+  // Issue 6: daily quotas and licences (locks/QUOTAS.md).
+  if (auto v = r.Get("PAINTLOCK_QUOTAS")) {
+    std::vector<std::string> bad;
+    if (auto quotas = locks::ParseQuotaPolicies(*v, &bad)) c.quotas = std::move(*quotas);
+    for (const auto& b : bad) r.Problem("PAINTLOCK_QUOTAS", b);
+  }
+  if (auto v = r.Get("PAINTLOCK_LICENSE_SECRET")) {
+    if (v->size() < 32) r.Problem("PAINTLOCK_LICENSE_SECRET", "must be at least 32 characters");
+    else c.license_secret = *v;
+  }
+  r.Seconds("PAINTLOCK_LICENSE_CACHE_SECONDS", 0, 3600, &c.license_cache_max_age);
+  // Issue 5: CORS, the unavailable page, the availability stream.
+  if (auto v = r.Get("PAINTLOCK_ALLOWED_ORIGINS")) {
+    std::string bad;
+    if (auto origins = ParseAllowedOrigins(*v, &bad)) c.allowed_origins = std::move(*origins);
+    else r.Problem("PAINTLOCK_ALLOWED_ORIGINS", bad);
+  }
+  if (auto v = r.Get("PAINTLOCK_UNAVAILABLE_URL")) {
+    if (!IsHttpUrl(*v)) r.Problem("PAINTLOCK_UNAVAILABLE_URL", "must be an http(s) URL");
+    else c.unavailable_url = *v;
+  }
+  r.Integer("PAINTLOCK_MAX_STREAMS", 0, 2000, "a whole number", &c.max_streams);
+  r.Seconds("PAINTLOCK_STREAM_HEARTBEAT_SECONDS", 1, 300, &c.stream_heartbeat);
   return c;
 }
 
@@ -203,6 +241,25 @@ std::string ConfigHelp() {
                                     share it between gateways (unset: random per process)
   PAINTLOCK_TRUSTED_PROXIES         IPs/CIDRs whose X-Forwarded-For is believed (default none)
   PAINTLOCK_LOG_LEVEL               debug | info | warn | error (default info)
+  PAINTLOCK_RATE_LIMITS             rate-limit buckets NAME:CAPACITY:REFILL_PER_SECOND,... for
+                                    /v1/ratelimits and the checkout limit (default checkout:120:2)
+  PAINTLOCK_CHECKOUT_RATE_LIMIT     on | off: limit POST /v1/checkout per visitor with the
+                                    "checkout" bucket (default on)
+  PAINTLOCK_QUOTAS                  daily quotas NAME:LIMIT:TIME_ZONE,... counted per visitor
+                                    (default downloads:5:UTC); the day starts at midnight there
+  PAINTLOCK_LICENSE_SECRET          secret (>= 32 chars) licence keys are derived from; needed to
+                                    apply customer.subscription.* webhooks (unset: they get 503)
+  PAINTLOCK_LICENSE_CACHE_SECONDS   how long a licence check may be reused, 0..3600 (default 45):
+                                    a cancellation takes up to this long to bite
+  PAINTLOCK_ALLOWED_ORIGINS         origins (scheme://host[:port], comma-separated) whose pages may
+                                    call /v1/checkout, /v1/paintings*, the stream and /paintlock.js
+                                    (CORS; default none: same origin and form posts only)
+  PAINTLOCK_UNAVAILABLE_URL         a form post that loses its painting is sent here (303) with
+                                    ?painting=&code=&free_at= (default: a small HTML page)
+  PAINTLOCK_MAX_STREAMS             open /v1/paintings/stream connections, 0..2000 (default 200);
+                                    more get 503. Each holds a worker thread: the pool has
+                                    PAINTLOCK_HTTP_THREADS + PAINTLOCK_MAX_STREAMS threads
+  PAINTLOCK_STREAM_HEARTBEAT_SECONDS  comment line on an idle stream, 1..300 (default 15)
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
   STRIPE_CA_FILE                    extra CA bundle to trust (optional)

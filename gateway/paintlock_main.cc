@@ -9,6 +9,8 @@
 #include <iostream>
 #include <thread>
 
+#include "gateway/availability_stream.h"
+#include "gateway/availability_stream_listener.h"
 #include "gateway/checkout.h"
 #include "gateway/config.h"
 #include "gateway/listener.h"
@@ -16,11 +18,17 @@
 #include "gateway/server.h"
 #include "locks/audit.h"
 #include "locks/catalogue.h"
+#include "locks/credits.h"
 #include "locks/database.h"
+#include "locks/leases.h"
+#include "locks/licenses.h"
 #include "locks/migrator.h"
+#include "locks/quotas.h"
+#include "locks/rate_limits.h"
 #include "locks/reservations.h"
 #include "stripe/https_client.h"
 #include "webhooks/fulfilment.h"
+#include "webhooks/subscriptions.h"
 
 using namespace paintlock;
 
@@ -72,11 +80,12 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   std::string error;
-  const int applied = locks::AppliedSchemaVersion(config.database_url, &error);
-  if (applied < 0) return Fail(error);
-  if (applied < locks::LatestSchemaVersion()) {
-    return Fail("the database schema is at version " + std::to_string(applied) +
-                " but this gateway needs " + std::to_string(locks::LatestSchemaVersion()) +
+  std::vector<std::string> pending;
+  if (!locks::PendingMigrations(config.database_url, &pending, &error)) return Fail(error);
+  if (!pending.empty()) {
+    std::string names;
+    for (const auto& p : pending) names += (names.empty() ? "" : ", ") + p;
+    return Fail("the database lacks migration(s) " + names +
                 ": run `paintlockctl migrate` with the same DATABASE_URL");
   }
 
@@ -121,8 +130,49 @@ int main(int argc, char** argv) {
                                     *gateway::ParseNetworks(config.trusted_proxies, &bad_network));
 
   gateway::WideBacklogServer server;
-  gateway::HttpApi api(config,
-                       {*db, catalogue, reservations, checkout, fulfilment, *stripe_client, visitors});
+  gateway::Services services{*db, catalogue, reservations, checkout, fulfilment, *stripe_client, visitors};
+  // Issue 7: credit holds, rate limits, leases, and the per-visitor checkout limit.
+  locks::CreditStore credits(*db);
+  locks::RateLimiter rate_limiter(*db, config.rate_buckets);
+  locks::LeaseStore leases(*db);
+  gateway::CheckoutRateLimit checkout_limit(rate_limiter, visitors);
+  services.credits = &credits;
+  services.rate_limiter = &rate_limiter;
+  services.leases = &leases;
+  services.checkout_limit = config.checkout_rate_limit ? &checkout_limit : nullptr;
+  // Issue 6: daily quotas and the licences that lift them (locks/QUOTAS.md).
+  locks::QuotaStore quotas(*db, config.quotas);
+  auto unknown_zones = quotas.UnknownTimeZones();
+  if (auto* f = std::get_if<locks::DbFailure>(&unknown_zones)) {
+    return Fail("cannot check the quotas' time zones: " + f->detail);
+  }
+  for (const auto& zone : std::get<std::vector<std::string>>(unknown_zones)) {
+    std::fprintf(stderr, "paintlock: config: PAINTLOCK_QUOTAS: the database knows no time zone "
+                         "\"%s\" (names are case-sensitive: UTC, Europe/Paris)\n", zone.c_str());
+  }
+  if (!std::get<std::vector<std::string>>(unknown_zones).empty()) return 2;
+  locks::LicenseStore license_store(*db);
+  locks::LicenseValidator licenses(
+      [&license_store](const std::string& digest) { return license_store.FindByDigest(digest); },
+      config.license_cache_max_age);
+  webhooks::SubscriptionLicenses subscriptions(*db, config.license_secret);
+  gateway::QuotaServices quota_services{quotas, licenses, subscriptions};
+  services.quotas = &quota_services;
+  if (config.license_secret.empty()) {
+    gateway::LogWarn("licenses_disabled",
+                     {{"why", "PAINTLOCK_LICENSE_SECRET is not set: customer.subscription.* "
+                              "webhooks answer 503 and no licence can be issued"}});
+  }
+  // Issue 5: live availability, fed by LISTEN/NOTIFY on a connection of its own.
+  gateway::AvailabilityStreamOptions stream_options;
+  stream_options.max_streams = config.max_streams;
+  stream_options.heartbeat = config.stream_heartbeat;
+  gateway::AvailabilityStream availability(stream_options);
+  gateway::AvailabilityListener availability_listener(
+      {config.database_url, config.db_statement_timeout}, availability);
+  availability_listener.Start();
+  services.availability = &availability;
+  gateway::HttpApi api(config, services);
   api.Install(server);
 
   int port = config.listen_port;
@@ -143,6 +193,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     gateway::LogInfo("shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    availability.Close();  // issue 5: open streams end now, not at their next heartbeat
     server.stop();
   });
   stopper.detach();

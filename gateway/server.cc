@@ -7,9 +7,11 @@
 #include <ctime>
 #include <regex>
 
+#include "gateway/cors.h"
 #include "gateway/http_errors.h"
 #include "gateway/log.h"
 #include "gateway/request_parsing.h"
+#include "gateway/storefront_routes.h"
 #include "webhooks/event.h"
 #include "webhooks/signature.h"
 
@@ -85,7 +87,9 @@ std::string ReplaceAll(std::string s, const std::string& from, const std::string
 }  // namespace
 
 void HttpApi::Install(httplib::Server& server) {
-  const int threads = config_.http_threads;
+  // Issue 5: every open availability stream holds a thread; they get their
+  // own max_streams so they can never starve checkouts.
+  const int threads = config_.http_threads + (s_.availability ? config_.max_streams : 0);
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(config_.max_body_bytes);
   server.set_keep_alive_max_count(100000);
@@ -96,13 +100,15 @@ void HttpApi::Install(httplib::Server& server) {
   server.set_write_timeout(10, 0);
   server.set_tcp_nodelay(true);
 
-  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.get_header_value("X-Request-Id");
     if (!SaneRequestId(id)) id = NewRequestId();
     SetCurrentRequestId(id);
     t_request_start = std::chrono::steady_clock::now();
     res.set_header("X-Request-Id", id);
     res.set_header("Cache-Control", "no-store");
+    // Issue 5: CORS on the public endpoints; preflights are answered here.
+    if (ApplyCors(config_.allowed_origins, req, res)) return httplib::Server::HandlerResponse::Handled;
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -111,8 +117,10 @@ void HttpApi::Install(httplib::Server& server) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                                 t_request_start)
                           .count();
+    // A licence key in a path is a secret: never log it.
+    const bool secret_path = StartsWith(req.path, "/v1/licenses/");
     nlohmann::json fields = {{"method", req.method},
-                             {"path", req.path},
+                             {"path", secret_path ? std::string("/v1/licenses/(redacted)") : req.path},
                              {"status", res.status},
                              {"duration_ms", std::round(ms * 100) / 100}};
     if (res.status >= 500) {
@@ -164,6 +172,8 @@ void HttpApi::Install(httplib::Server& server) {
     WriteJson(res, 200, {{"status", "ok"}});
   });
   server.Get("/readyz", [this](const auto& req, auto& res) { Ready(req, res); });
+  // Issue 5: /paintlock.js and /v1/paintings/stream, before /v1/paintings/{id}.
+  InstallStorefrontRoutes(server, config_, s_.availability);
   server.Get("/v1/paintings", [this](const auto& req, auto& res) { Paintings(req, res); });
   server.Get(R"(/v1/paintings/([^/]+))", [this](const auto& req, auto& res) { Painting(req, res); });
   server.Post("/v1/checkout", [this](const auto& req, auto& res) { StartCheckout(req, res); });
@@ -173,6 +183,9 @@ void HttpApi::Install(httplib::Server& server) {
   server.Delete(R"(/v1/reservations/([^/]+))",
                 [this](const auto& req, auto& res) { DeleteReservation(req, res); });
   server.Post("/v1/webhooks/stripe", [this](const auto& req, auto& res) { StripeWebhook(req, res); });
+  InstallLimitRoutes(server, {[this](const auto& req, auto& res) { return Authorized(req, res); },
+                              s_.credits, s_.rate_limiter, s_.leases});
+  if (s_.quotas) InstallQuotaRoutes(server, config_, *s_.quotas, s_.visitors);  // issue 6
 
   if (!config_.storefront_dir.empty()) {
     server.set_mount_point("/shop", config_.storefront_dir);
@@ -192,7 +205,9 @@ void HttpApi::Ready(const httplib::Request&, httplib::Response& res) {
     WriteError(res, {503, "not_ready", "The database is not reachable.", nlohmann::json::object(), 2});
     return;
   }
-  WriteJson(res, 200, {{"status", "ready"}});
+  nlohmann::json body = {{"status", "ready"}};
+  if (s_.availability) body["open_streams"] = s_.availability->OpenStreams();  // issue 5
+  WriteJson(res, 200, body);
 }
 
 void HttpApi::Paintings(const httplib::Request&, httplib::Response& res) {
@@ -214,6 +229,8 @@ void HttpApi::Painting(const httplib::Request& req, httplib::Response& res) {
 }
 
 void HttpApi::StartCheckout(const httplib::Request& req, httplib::Response& res) {
+  // Per-visitor limit (issue 7), before anything is parsed or reserved.
+  if (s_.checkout_limit && !s_.checkout_limit->Admit(req, res)) return;
   const std::string media = MediaType(req);
   const bool form = media == "application/x-www-form-urlencoded";
   if (!form && media != "application/json") {
@@ -225,7 +242,11 @@ void HttpApi::StartCheckout(const httplib::Request& req, httplib::Response& res)
   std::string error, param;
   auto cart = form ? ParseCartForm(req.body, &error, &param)
                    : ParseCartJson(req.body, /*allow_buyer=*/false, &error, &param);
-  auto fail = [&](const HttpError& e) { form ? WriteErrorPage(res, e) : WriteError(res, e); };
+  auto fail = [&](const HttpError& e) {
+    // Issue 5: a form post that loses goes to PAINTLOCK_UNAVAILABLE_URL when set.
+    if (form && RedirectToUnavailablePage(config_.unavailable_url, e, res)) return;
+    form ? WriteErrorPage(res, e) : WriteError(res, e);
+  };
   if (!cart) return fail(InvalidRequest(error, param));
 
   CheckoutOutcome outcome = s_.checkout.Start(cart->paintings);
@@ -381,6 +402,9 @@ void HttpApi::StripeWebhook(const httplib::Request& req, httplib::Response& res)
   if (!event) {
     LogWarn("webhook_malformed", {{"error", error}});
     return WriteError(res, InvalidRequest("Malformed event: " + error));
+  }
+  if (s_.quotas && webhooks::IsSubscriptionEventType(event->type)) {
+    return ApplySubscriptionWebhook(*s_.quotas, req.body, res);  // issue 6: licences
   }
   if (!webhooks::IsHandledType(event->type)) {
     LogInfo("webhook_ignored", {{"event_id", event->id}, {"event_type", event->type}});

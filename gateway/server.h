@@ -10,8 +10,11 @@
 
 #include <httplib.h>
 
+#include "gateway/availability_stream.h"
 #include "gateway/checkout.h"
 #include "gateway/config.h"
+#include "gateway/limit_routes.h"
+#include "gateway/quota_routes.h"
 #include "gateway/visitor.h"
 #include "locks/catalogue.h"
 #include "locks/database.h"
@@ -29,6 +32,19 @@ struct Services {
   webhooks::Fulfilment& fulfilment;
   stripe::StripeClient& stripe;
   VisitorIdentity& visitors;
+  // Issue 7 (gateway/limit_routes.h): credit holds, rate limits, leases. Null:
+  // those routes are not served; a null checkout_limit: checkouts are not
+  // rate-limited per visitor.
+  locks::CreditStore* credits = nullptr;
+  locks::RateLimiter* rate_limiter = nullptr;
+  locks::LeaseStore* leases = nullptr;
+  CheckoutRateLimit* checkout_limit = nullptr;
+  // Issue 6 (gateway/quota_routes.h): daily quotas, licences, subscription
+  // webhooks. Null: those routes are not served, subscription events ignored.
+  QuotaServices* quotas = nullptr;
+  // Issue 5 (gateway/storefront_routes.h): live availability. Null: no
+  // /v1/paintings/stream.
+  AvailabilityStream* availability = nullptr;
 };
 
 class HttpApi {

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -108,7 +109,24 @@ std::string VisitorIdentity::ClientAddress(const httplib::Request& req) const {
   return client;
 }
 
-std::string VisitorIdentity::Hash(const std::string& address) const {
+std::string CanonicalVisitorAddress(const std::string& address) {
+  auto ip = ParseIp(address);
+  if (!ip) return "raw:" + address;
+  static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  char text[64];
+  if (std::memcmp(ip->data(), kMapped, 12) == 0) {
+    std::snprintf(text, sizeof text, "v4:%u.%u.%u.%u", (*ip)[12], (*ip)[13], (*ip)[14], (*ip)[15]);
+    return text;
+  }
+  // One IPv6 subscriber usually owns a whole /64: count the network, not the
+  // address, or a visitor could take a fresh quota with every address.
+  std::snprintf(text, sizeof text, "v6:%02x%02x:%02x%02x:%02x%02x:%02x%02x::/64", (*ip)[0], (*ip)[1],
+                (*ip)[2], (*ip)[3], (*ip)[4], (*ip)[5], (*ip)[6], (*ip)[7]);
+  return text;
+}
+
+std::string VisitorIdentity::Hash(const std::string& raw_address) const {
+  const std::string address = CanonicalVisitorAddress(raw_address);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),

@@ -26,6 +26,10 @@ struct Network {
   bool Contains(const std::string& ip) const;
 };
 
+// What a visitor hash is computed over: IPv4 (also IPv4-mapped IPv6) as
+// dotted quad, IPv6 as its /64 network; anything unparsable as given.
+std::string CanonicalVisitorAddress(const std::string& address);
+
 // Parses a comma-separated list; nullopt (and *bad = the offending item) on error.
 std::optional<std::vector<Network>> ParseNetworks(const std::string& list, std::string* bad);
 
@@ -36,7 +40,8 @@ class VisitorIdentity {
 
   // The client's address as far as it can be trusted.
   std::string ClientAddress(const httplib::Request& req) const;
-  // 32 lowercase hex characters (128 bits of HMAC-SHA256(key, address)).
+  // 32 lowercase hex characters: 128 bits of HMAC-SHA256(key,
+  // CanonicalVisitorAddress(address)).
   std::string VisitorOf(const httplib::Request& req) const { return Hash(ClientAddress(req)); }
   std::string Hash(const std::string& address) const;
 

@@ -38,3 +38,12 @@ TEST_CASE("X-Forwarded-For is believed only from trusted proxies") {
   VisitorIdentity other_key("y" + std::string(31, 'x'), {});
   CHECK(other_key.Hash("203.0.113.9") != id.Hash("203.0.113.9"));
 }
+
+TEST_CASE("visitor addresses are canonical: IPv4-mapped is IPv4, IPv6 counts per /64") {
+  CHECK(CanonicalVisitorAddress("203.0.113.9") == "v4:203.0.113.9");
+  CHECK(CanonicalVisitorAddress("::ffff:203.0.113.9") == "v4:203.0.113.9");
+  CHECK(CanonicalVisitorAddress("2001:DB8:1:2::1") == CanonicalVisitorAddress("2001:db8:1:2:ffff::9"));
+  CHECK(CanonicalVisitorAddress("2001:db8:1:2::1") != CanonicalVisitorAddress("2001:db8:1:3::1"));
+  VisitorIdentity id(std::string(32, 'k'), {});
+  CHECK(id.Hash("::ffff:10.0.0.1") == id.Hash("10.0.0.1"));
+}

@@ -1,6 +1,7 @@
 #include "locks/migrator.h"
 
 #include <pqxx/pqxx>
+#include <set>
 
 #include "locks/database.h"
 #include "locks/sql_files.h"
@@ -80,6 +81,33 @@ int AppliedSchemaVersion(const std::string& database_url, std::string* error) {
     *error = std::string("cannot read the schema version: ") + e.what();
   }
   return -1;
+}
+
+}  // namespace paintlock::locks
+
+namespace paintlock::locks {
+
+bool PendingMigrations(const std::string& database_url, std::vector<std::string>* pending,
+                       std::string* error) {
+  try {
+    pqxx::connection c(database_url);
+    pqxx::nontransaction n(c);
+    std::set<int> applied;
+    if (n.exec("SELECT to_regclass('schema_migrations') IS NOT NULL")[0][0].as<bool>()) {
+      for (const auto& row : n.exec("SELECT version FROM schema_migrations")) {
+        applied.insert(row[0].as<int>());
+      }
+    }
+    for (const Migration& m : Migrations()) {
+      if (!applied.count(m.version)) pending->push_back(m.name);
+    }
+    return true;
+  } catch (const pqxx::broken_connection& e) {
+    *error = "cannot connect to PostgreSQL (" + RedactConnectionString(database_url) + "): " + e.what();
+  } catch (const std::exception& e) {
+    *error = std::string("cannot read the schema version: ") + e.what();
+  }
+  return false;
 }
 
 }  // namespace paintlock::locks

@@ -29,6 +29,12 @@ bool ApplyMigrations(const std::string& database_url, std::vector<MigrationStatu
 // and *error when it cannot be read.
 int AppliedSchemaVersion(const std::string& database_url, std::string* error);
 
+// The migrations this binary knows that the database has not applied — gaps
+// included (a migration numbered below the newest applied one can land
+// later). False and *error when the database cannot be read.
+bool PendingMigrations(const std::string& database_url, std::vector<std::string>* pending,
+                       std::string* error);
+
 // The newest migration version this binary knows.
 int LatestSchemaVersion();
 

@@ -7,7 +7,7 @@
 // so nothing is ever held while the caller talks to Stripe.
 //
 // Outcomes are types; the HTTP layer maps them to status codes in one table
-// (gateway/errors.h). Thread-safe: every call runs on its own pooled
+// (gateway/http_errors.h). Thread-safe: every call runs on its own pooled
 // connection.
 #pragma once
 
@@ -51,7 +51,7 @@ using ReserveOutcome = std::variant<Granted, Busy, Sold, Unknown, TakeOverNeeded
 
 struct ReservationView {
   std::string id;
-  std::string state;  // held | awaiting_payment | sold | released
+  std::string state;  // held | awaiting_payment | sold | released | refund_pending | refunded
   std::string released_reason;
   std::string held_until;
   bool hold_live = false;  // held_until is still ahead

@@ -156,7 +156,7 @@ Process::Process(const std::string& name, const std::vector<std::string>& argv,
   const std::string dir = BuildDir() + "/test-logs";
   mkdir(dir.c_str(), 0755);
   log_path_ = dir + "/" + name + "-" + std::to_string(getpid()) + "-" + RandomSuffix() + ".log";
-  int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   REQUIRE(fd >= 0);
 
   std::map<std::string, std::string> merged;
@@ -313,6 +313,79 @@ Reply PostJson(const std::string& base, const std::string& path, const nlohmann:
 
 httplib::Headers ApiKeyHeader() {
   return {{"Authorization", std::string("Bearer ") + kApiKey}};
+}
+
+nlohmann::json CompletedProcess::Json() const {
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  return j.is_discarded() ? nlohmann::json() : j;
+}
+
+CompletedProcess RunToCompletion(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env,
+                                 std::chrono::seconds timeout) {
+  REQUIRE(!argv.empty());
+  const std::string dir = BuildDir() + "/test-logs";
+  mkdir(dir.c_str(), 0755);
+  const std::string base = argv[0].substr(argv[0].find_last_of('/') + 1);
+  const std::string stem = dir + "/" + base + "-" + std::to_string(getpid()) + "-" + RandomSuffix();
+  const std::string out_path = stem + ".out", err_path = stem + ".err";
+  const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(out_fd >= 0);
+  REQUIRE(err_fd >= 0);
+
+  // Everything the child needs is built before fork(): after it, in a
+  // threaded process, the child may only exec.
+  std::map<std::string, std::string> merged;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    merged[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env) merged[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  close(out_fd);
+  close(err_fd);
+
+  CompletedProcess done;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      done.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      done.exit_code = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  done.out = ReadFile(out_path);
+  done.err = ReadFile(err_path);
+  return done;
 }
 
 void RunConcurrently(int n, const std::function<void(int)>& fn) {

@@ -129,6 +129,24 @@ Reply PostJson(const std::string& base, const std::string& path, const nlohmann:
                const httplib::Headers& headers = {});
 httplib::Headers ApiKeyHeader();
 
+// How a command that ran to completion ended, and what it printed on each
+// stream (kept apart, so a test can tell a table from an error line).
+struct CompletedProcess {
+  int exit_code = -1;  // 128+signal when killed; -1 when it overran its timeout (then killed)
+  std::string out;
+  std::string err;
+  // stdout parsed as JSON; null when it is not JSON.
+  nlohmann::json Json() const;
+};
+
+// Runs argv (argv[0] a path) to completion with `env` added to the test's
+// environment (an empty value unsets a variable for programs that treat
+// empty as unset). Both streams also stay in build/test-logs. Thread-safe:
+// tests run many at once.
+CompletedProcess RunToCompletion(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env,
+                                 std::chrono::seconds timeout = std::chrono::seconds(60));
+
 // Runs `fn(i)` for i in [0, n) on n threads released at once; joins them.
 void RunConcurrently(int n, const std::function<void(int)>& fn);
 
