@@ -4,15 +4,11 @@
 #include <set>
 #include <sstream>
 
+#include "locks/config_text.h"
+
 namespace paintlock::locks {
 
 namespace {
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
 
 // IANA zone names: "UTC", "Europe/Paris", "America/Argentina/Buenos_Aires",
 // "Etc/GMT+5". POSIX rules ("EST5EDT,M3.2.0,M11.1.0") and bare offsets are

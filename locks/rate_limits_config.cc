@@ -6,17 +6,10 @@
 #include <set>
 #include <sstream>
 
+#include "locks/config_text.h"
+
 namespace paintlock::locks {
 
-namespace {
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-}  // namespace
 
 std::optional<std::vector<RateBucket>> ParseRateBuckets(const std::string& list,
                                                         std::string* error) {

@@ -22,17 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-// A gateway and a fake Stripe that delivers its webhooks to it.
-struct Shop {
-  explicit Shop(TestDatabase& db, std::map<std::string, std::string> env = {})
-      : port(FreeLoopbackPort()),
-        stripe("http://127.0.0.1:" + std::to_string(port) + "/v1/webhooks/stripe"),
-        gateway(db, stripe.base(), GatewayOptions{env, port}) {}
-  int port;
-  FakeStripe stripe;
-  Gateway gateway;
-};
-
 std::string DeadStripe() { return "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()); }
 
 // paintlockctl ARGS with the test's database and Stripe; `env` overrides.

@@ -17,17 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-// A gateway and a fake Stripe that delivers its webhooks to it.
-struct Shop {
-  explicit Shop(TestDatabase& db, std::map<std::string, std::string> env = {})
-      : port(FreeLoopbackPort()),
-        stripe("http://127.0.0.1:" + std::to_string(port) + "/v1/webhooks/stripe"),
-        gateway(db, stripe.base(), GatewayOptions{env, port}) {}
-  int port;
-  FakeStripe stripe;
-  Gateway gateway;
-};
-
 Reply Checkout(Shop& shop, const json& paintings) {
   return PostJson(shop.gateway.base(), "/v1/checkout", {{"paintings", paintings}});
 }

@@ -112,6 +112,17 @@ class Gateway {
   int port_ = 0;
 };
 
+// A gateway and a fake Stripe that delivers its webhooks to it.
+struct Shop {
+  explicit Shop(TestDatabase& db, std::map<std::string, std::string> env = {})
+      : port(FreeLoopbackPort()),
+        stripe("http://127.0.0.1:" + std::to_string(port) + "/v1/webhooks/stripe"),
+        gateway(db, stripe.base(), GatewayOptions{env, port}) {}
+  int port;
+  FakeStripe stripe;
+  Gateway gateway;
+};
+
 struct Reply {
   int status = 0;  // 0: no answer
   nlohmann::json json;  // null unless the body is JSON
