@@ -15,7 +15,7 @@ std::optional<long> ParseBoundedInteger(const std::string& value, long lo, long 
   return n;
 }
 
-AdminEnvironment::AdminEnvironment(gateway::EnvLookup lookup) : lookup_(std::move(lookup)) {}
+AdminEnvironment::AdminEnvironment(base::EnvLookup lookup) : lookup_(std::move(lookup)) {}
 
 AdminEnvironment::~AdminEnvironment() = default;
 

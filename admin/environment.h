@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "gateway/config.h"
+#include "base/env.h"
 #include "locks/database.h"
 #include "stripe/client.h"
 #include "webhooks/fulfilment.h"
@@ -27,7 +27,7 @@ namespace paintlock::admin {
 
 class AdminEnvironment {
  public:
-  explicit AdminEnvironment(gateway::EnvLookup lookup);
+  explicit AdminEnvironment(base::EnvLookup lookup);
   ~AdminEnvironment();
   AdminEnvironment(const AdminEnvironment&) = delete;
   AdminEnvironment& operator=(const AdminEnvironment&) = delete;
@@ -49,7 +49,7 @@ class AdminEnvironment {
   webhooks::Fulfilment* Fulfilment(std::string* error);
 
  private:
-  gateway::EnvLookup lookup_;
+  base::EnvLookup lookup_;
   std::unique_ptr<locks::Database> database_;
   std::unique_ptr<stripe::StripeClient> stripe_;
   std::unique_ptr<webhooks::Fulfilment> fulfilment_;

@@ -8,18 +8,17 @@
 #include "admin/command.h"
 #include "admin/commands.h"
 #include "admin/environment.h"
-#include "gateway/config.h"
-#include "gateway/log.h"
+#include "base/log.h"
 
 int main(int argc, char** argv) {
   using namespace paintlock;
-  gateway::SetLogComponent("paintlockctl");
+  base::SetLogComponent("paintlockctl");
   // The CLI speaks in tables and one-line errors; the modules' JSON log lines
   // would only get in the way of both.
-  gateway::SetLogLevel(gateway::LogLevel::kOff);
+  base::SetLogLevel(base::LogLevel::kOff);
   admin::CommandRegistry registry;
   admin::RegisterAllCommands(registry);
-  admin::AdminEnvironment env(gateway::ProcessEnv);
+  admin::AdminEnvironment env(base::ProcessEnv);
   const std::vector<std::string> args(argv + 1, argv + argc);
   const int code = registry.Run(args, env, std::cout, std::cerr);
   std::cout.flush();

@@ -6,7 +6,7 @@
 #include "admin/commands.h"
 #include "admin/duration.h"
 #include "admin/table.h"
-#include "gateway/visitor.h"
+#include "base/visitor.h"
 #include "locks/quotas.h"
 
 namespace paintlock::admin {
@@ -84,7 +84,7 @@ std::optional<std::string> SubjectOf(CommandContext& ctx, const std::string& tex
   }
   if (text.rfind("ip:", 0) == 0) {
     const std::string address = text.substr(3);
-    if (!gateway::Network::Parse(address) || address.find('/') != std::string::npos) {
+    if (!base::Network::Parse(address) || address.find('/') != std::string::npos) {
       *exit_code = ctx.BadUsage("\"" + address + "\" is not an IP address");
       return std::nullopt;
     }
@@ -95,7 +95,7 @@ std::optional<std::string> SubjectOf(CommandContext& ctx, const std::string& tex
           "addresses with");
       return std::nullopt;
     }
-    return locks::VisitorSubject(gateway::VisitorIdentity(*key, {}).Hash(address));
+    return locks::VisitorSubject(base::VisitorIdentity(*key, {}).Hash(address));
   }
   const std::string name = text.rfind("subject:", 0) == 0 ? text.substr(8) : text;
   if (const std::string problem = locks::SubjectNameProblem(name); !problem.empty()) {

@@ -1,11 +1,14 @@
-// paintlockctl release: see admin/release.h for the order of things and why.
+// paintlockctl release: see checkout/release.h for the order of things and why.
 #include "admin/commands.h"
-#include "admin/release.h"
+#include "checkout/release.h"
 #include "locks/reservations.h"
 
 namespace paintlock::admin {
 
 namespace {
+
+// The release service's vocabulary (checkout/release.h).
+using namespace paintlock::checkout;  // NOLINT(google-build-using-namespace)
 
 constexpr const char* kUsage =
     R"(Usage: paintlockctl release RESERVATION --reason TEXT [--dry-run] [--force] [--json]
@@ -98,7 +101,9 @@ int Release(CommandContext& ctx) {
 
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
-  auto subject_or = LoadReleaseSubject(*db, id);
+  // Without Stripe until the plan needs it: --dry-run and --force need no key.
+  checkout::ReleaseService without_stripe(*db, nullptr, nullptr, "paintlockctl");
+  auto subject_or = without_stripe.Load(id);
   if (auto* f = std::get_if<locks::DbFailure>(&subject_or)) return ctx.FailDatabase(*f, "release");
   const auto& found = std::get<std::optional<ReleaseSubject>>(subject_or);
   if (!found) return ctx.Fail("no reservation " + id + "; `paintlockctl holds` lists the holds");
@@ -127,7 +132,8 @@ int Release(CommandContext& ctx) {
                                          "the paintings are still free, otherwise refunded)"));
   }
 
-  const ReleaseOutcome outcome = CarryOutRelease(s, plan, *reason, *db, stripe, fulfilment);
+  checkout::ReleaseService service(*db, stripe, fulfilment, "paintlockctl");
+  const ReleaseOutcome outcome = service.CarryOut(s, plan, *reason);
   const std::string paintings = Join(s.paintings);
   auto finish = [&](int code, const std::string& kind, const std::string& message) {
     if (ctx.json()) {

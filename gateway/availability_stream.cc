@@ -1,6 +1,5 @@
 #include "gateway/availability_stream.h"
 
-#include <openssl/rand.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,23 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/http_errors.h"
-#include "gateway/log.h"
+#include "base/ids.h"
+#include "base/log.h"
 
 namespace paintlock::gateway {
 
 namespace {
 
-std::string RandomEpoch() {
-  unsigned char bytes[6];
-  RAND_bytes(bytes, sizeof bytes);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xf]);
-  }
-  return out;
-}
+std::string RandomEpoch() { return base::NewRequestId().substr(0, 12); }
 
 }  // namespace
 
@@ -115,7 +105,7 @@ void AvailabilityStream::GiveSlot() {
     std::lock_guard<std::mutex> lock(mu_);
     open = --open_;
   }
-  LogInfo("stream_closed", {{"open_streams", open}});
+  base::LogInfo("stream_closed", {{"open_streams", open}});
 }
 
 int AvailabilityStream::OpenStreams() const {
@@ -137,16 +127,11 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
     const bool closing = closed_;
     lock.unlock();
     if (closing) {
-      return WriteError(res,
-                        {503, "unavailable", "This gateway is shutting down; try again shortly.",
-                         nlohmann::json::object(), 2});
+      return WriteError(res, ShuttingDown());
     }
-    LogWarn("stream_refused",
+    base::LogWarn("stream_refused",
             {{"open_streams", OpenStreams()}, {"max_streams", options_.max_streams}});
-    return WriteError(res, {503, "too_many_streams",
-                            "This gateway has as many live availability streams open as it "
-                            "allows; try again shortly.",
-                            nlohmann::json::object(), 10});
+    return WriteError(res, TooManyStreams());
   }
   auto slot = std::make_shared<Slot>(*this);
   struct Cursor {
@@ -156,7 +141,7 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
   };
   auto cursor = std::make_shared<Cursor>();
   cursor->after = ResumePoint(req.get_header_value("Last-Event-ID"));
-  LogInfo("stream_opened", {{"open_streams", OpenStreams()}, {"resume_after", cursor->after}});
+  base::LogInfo("stream_opened", {{"open_streams", OpenStreams()}, {"resume_after", cursor->after}});
 
   res.set_header("X-Accel-Buffering", "no");  // proxies (nginx) must not buffer events
   res.set_chunked_content_provider(

@@ -12,7 +12,7 @@
 #include <pqxx/pqxx>
 #include <regex>
 
-#include "gateway/log.h"
+#include "base/log.h"
 
 namespace paintlock::gateway {
 
@@ -88,6 +88,9 @@ void AvailabilityListener::Stop() {
     const std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
   }
+  // Two threads may call Stop() at once (a signal handler's thread and a
+  // destructor): only one may join.
+  std::lock_guard<std::mutex> lock(stop_mu_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -104,7 +107,7 @@ void AvailabilityListener::Run() {
     Listen(&connected);
     if (stopping_) break;
     if (connected) backoff = options_.first_backoff;
-    LogWarn("availability_listener_reconnecting", {{"retry_in_ms", backoff.count()}});
+    base::LogWarn("availability_listener_reconnecting", {{"retry_in_ms", backoff.count()}});
     if (!Pause(backoff)) break;
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
@@ -126,7 +129,7 @@ void AvailabilityListener::Listen(bool* connected) {
     Read(c, {});
     auto last_full_read = steady_clock::now();
     *connected = true;
-    LogInfo("availability_listening", {{"channel", kChannel}, {"backend_pid", c.backendpid()}});
+    base::LogInfo("availability_listening", {{"channel", kChannel}, {"backend_pid", c.backendpid()}});
 
     while (!stopping_) {
       // Also delivers notifications libpq buffered while a read ran: those
@@ -156,14 +159,14 @@ void AvailabilityListener::Listen(bool* connected) {
       poll(fds, 2, static_cast<int>(std::max<std::int64_t>(wait.count(), 0)));
     }
   } catch (const pqxx::broken_connection& e) {
-    LogWarn("availability_listener_lost", {{"error", e.what()}});
+    base::LogWarn("availability_listener_lost", {{"error", e.what()}});
   } catch (const pqxx::sql_error& e) {
-    LogError("availability_listener_failed",
+    base::LogError("availability_listener_failed",
              {{"error", e.what()},
               {"sqlstate", e.sqlstate()},
               {"hint", "is the schema migrated (paintlockctl migrate)?"}});
   } catch (const std::exception& e) {
-    LogError("availability_listener_failed", {{"error", e.what()}});
+    base::LogError("availability_listener_failed", {{"error", e.what()}});
   }
 }
 
@@ -194,7 +197,7 @@ void AvailabilityListener::Read(pqxx::connection_base& c, const std::set<std::st
   }
   const int changed = stream_.Update(read);
   if (changed > 0)
-    Log(LogLevel::kDebug, "availability_changed", {{"read", read.size()}, {"changed", changed}});
+    Log(base::LogLevel::kDebug, "availability_changed", {{"read", read.size()}, {"changed", changed}});
 }
 
 }  // namespace paintlock::gateway

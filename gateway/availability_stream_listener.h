@@ -78,7 +78,8 @@ class AvailabilityListener {
 
   const AvailabilityListenerOptions options_;
   AvailabilityStream& stream_;
-  std::thread thread_;
+  std::mutex stop_mu_;  // serialises the join in Stop()
+  std::thread thread_;  // joined under stop_mu_
   int wake_fd_ = -1;  // an eventfd: Stop() writes it to interrupt a wait
   std::atomic<bool> stopping_{false};
 

@@ -1,7 +1,7 @@
 #include "gateway/config.h"
 
 #include "gateway/cors.h"
-#include "gateway/visitor.h"
+#include "base/visitor.h"
 
 #include <cstdlib>
 #include <regex>
@@ -9,17 +9,11 @@
 
 namespace paintlock::gateway {
 
-std::optional<std::string> ProcessEnv(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return std::string(v);
-}
-
 namespace {
 
 class Reader {
  public:
-  Reader(const EnvLookup& env, std::vector<std::string>* problems) : env_(env), problems_(problems) {}
+  Reader(const base::EnvLookup& env, std::vector<std::string>* problems) : env_(env), problems_(problems) {}
 
   std::optional<std::string> Get(const std::string& name) { return env_(name); }
 
@@ -54,7 +48,7 @@ class Reader {
   }
 
  private:
-  const EnvLookup& env_;
+  const base::EnvLookup& env_;
   std::vector<std::string>* problems_;
 };
 
@@ -82,7 +76,7 @@ std::vector<std::string> SplitCommas(const std::string& s) {
 
 }  // namespace
 
-Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems) {
+Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problems) {
   Config c;
   Reader r(env, problems);
 
@@ -167,7 +161,7 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems) {
   }
   if (auto v = r.Get("PAINTLOCK_TRUSTED_PROXIES")) {
     std::string bad;
-    if (!ParseNetworks(*v, &bad)) {
+    if (!base::ParseNetworks(*v, &bad)) {
       r.Problem("PAINTLOCK_TRUSTED_PROXIES", "\"" + bad + "\" is not an IP address or CIDR network");
     } else {
       c.trusted_proxies = *v;

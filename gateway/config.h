@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "locks/quotas_config.h"
 #include "locks/rate_limits_config.h"
 
@@ -73,15 +74,11 @@ struct Config {
   std::chrono::seconds stream_heartbeat{15};  // PAINTLOCK_STREAM_HEARTBEAT_SECONDS
 };
 
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
-
-// The process environment.
-std::optional<std::string> ProcessEnv(const std::string& name);
 
 // Reads every setting; each problem found is appended to *problems as one
 // line ("PAINTLOCK_HOLD_SECONDS: must be a whole number of seconds from 30 to
 // 86400, got \"abc\""). The config is usable only when *problems is empty.
-Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems);
+Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problems);
 
 // The help text listing every variable with its default.
 std::string ConfigHelp();

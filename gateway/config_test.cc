@@ -8,7 +8,7 @@ using namespace paintlock::gateway;
 
 namespace {
 
-EnvLookup Env(std::map<std::string, std::string> vars) {
+paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;

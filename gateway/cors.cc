@@ -80,12 +80,7 @@ bool ApplyCors(const std::vector<std::string>& allowed_origins, const httplib::R
   if (!preflight) return false;
 
   if (!origin.empty() && !allowed) {
-    WriteError(res, {403,
-                     "origin_not_allowed",
-                     "This gateway does not accept cross-origin requests from " + origin +
-                         ": its operator can add the origin to PAINTLOCK_ALLOWED_ORIGINS.",
-                     {{"origin", origin}},
-                     0});
+    WriteError(res, OriginNotAllowed(origin));
     return true;
   }
   if (allowed) {

@@ -1,8 +1,8 @@
 #include "gateway/credit_routes.h"
 
+#include "base/log.h"
 #include "gateway/http_errors.h"
 #include "gateway/limit_routes.h"
-#include "gateway/log.h"
 
 namespace paintlock::gateway {
 
@@ -10,67 +10,11 @@ namespace {
 
 using nlohmann::json;
 
-HttpError NotFoundError(const std::string& code, const std::string& message) {
-  return {404, code, message, json::object(), 0};
+HttpError CreditErrorFor(const locks::DbFailure& f) { return ErrorFor(f, Surface::kLimits); }
+template <class T>
+HttpError CreditErrorFor(const T& outcome) {
+  return ErrorFor(outcome);
 }
-
-HttpError AccountNotFoundError() {
-  return NotFoundError("account_not_found", "There is no such account.");
-}
-HttpError HoldNotFoundError() { return NotFoundError("hold_not_found", "There is no such hold."); }
-
-// The one table: credit outcomes that are not successes → HTTP errors.
-HttpError CreditError(const locks::InsufficientCredits& o) {
-  return {409,
-          "insufficient_credits",
-          "Only " + std::to_string(o.available) + " credits are available; " +
-              std::to_string(o.requested) + " were asked for. Nothing was held.",
-          {{"available", o.available}, {"requested", o.requested}},
-          0};
-}
-HttpError CreditError(const locks::AccountNotFound&) { return AccountNotFoundError(); }
-HttpError CreditError(const locks::HoldNotFound&) { return HoldNotFoundError(); }
-HttpError CreditError(const locks::HoldWasReleased& o) {
-  return {409,
-          "hold_released",
-          "The hold was released; it cannot be committed. Nothing moved.",
-          {{"amount", o.amount}},
-          0};
-}
-HttpError CreditError(const locks::HoldLapsed& o) {
-  return {409,
-          "hold_expired",
-          "The hold expired at " + o.expired_at + " and its " + std::to_string(o.amount) +
-              " credits are no longer available (" + std::to_string(o.available) +
-              " are). Nothing was committed.",
-          {{"expired_at", o.expired_at}, {"amount", o.amount}, {"available", o.available}},
-          0};
-}
-HttpError CreditError(const locks::HoldWasCommitted& o) {
-  return {409,
-          "hold_committed",
-          "The hold was committed; it cannot be released.",
-          {{"amount", o.amount}},
-          0};
-}
-HttpError CreditError(const locks::IdempotencyKeyReused& o) {
-  return {422,
-          "idempotency_key_reused",
-          "This Idempotency-Key was already used on this account for a top-up of " +
-              std::to_string(o.original_amount) +
-              " credits; use a new key for a different top-up. Nothing moved.",
-          {{"original_amount", o.original_amount}},
-          0};
-}
-HttpError CreditError(const locks::BalanceLimitReached& o) {
-  return {422,
-          "balance_limit",
-          "The balance would pass " + std::to_string(locks::kMaxCreditBalance) +
-              " credits. Nothing moved.",
-          {{"balance", o.balance}},
-          0};
-}
-HttpError CreditError(const locks::DbFailure& f) { return ErrorForLimits(f); }
 
 // Writes the error of any non-success alternative of `outcome`.
 template <class Success, class Outcome>
@@ -78,16 +22,15 @@ void WriteCreditError(httplib::Response& res, const Outcome& outcome) {
   std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
-        if constexpr (!std::is_same_v<T, Success>) WriteError(res, CreditError(o));
+        if constexpr (!std::is_same_v<T, Success>) WriteError(res, CreditErrorFor(o));
       },
       outcome);
 }
 
 bool RequireJson(const httplib::Request& req, httplib::Response& res, const char* example) {
-  if (RequestMediaType(req) == "application/json") return true;
-  WriteError(
-      res, {415, "unsupported_media_type",
-            std::string("Send the body as application/json: ") + example + ".", json::object(), 0});
+  if (MediaTypeOf(req) == "application/json") return true;
+  WriteError(res, UnsupportedMediaType(std::string("Send the body as application/json: ") +
+                                       example + "."));
   return false;
 }
 
@@ -108,9 +51,10 @@ json HoldJson(const locks::CreditHoldView& v) {
 
 void GetAccount(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
   auto got = credits.Account(req.matches[1]);
-  if (auto* f = std::get_if<locks::DbFailure>(&got)) return WriteError(res, ErrorForLimits(*f));
+  if (auto* f = std::get_if<locks::DbFailure>(&got))
+    return WriteError(res, ErrorFor(*f, Surface::kLimits));
   const auto& v = std::get<std::optional<locks::CreditAccountView>>(got);
-  if (!v) return WriteError(res, AccountNotFoundError());
+  if (!v) return WriteError(res, ErrorFor(locks::AccountNotFound{}));
   WriteJson(res, 200,
             {{"account_id", v->id},
              {"balance", v->balance},
@@ -129,13 +73,9 @@ void TopUp(locks::CreditStore& credits, const httplib::Request& req, httplib::Re
   }
   const std::string key = req.get_header_value("Idempotency-Key");
   if (key.empty()) {
-    HttpError e{400,
-                "idempotency_key_required",
-                "A top-up needs an Idempotency-Key header (any unique string up to 255 "
-                "characters), so that a retried request cannot credit twice.",
-                {{"param", "Idempotency-Key"}},
-                0};
-    return WriteError(res, e);
+    return WriteError(res, IdempotencyKeyRequired(
+                               "A top-up needs an Idempotency-Key header (any unique string up to "
+                               "255 characters), so that a retried request cannot credit twice."));
   }
   if (key.size() > 255) {
     return WriteError(res, InvalidRequest("The Idempotency-Key is longer than 255 characters.",
@@ -143,17 +83,17 @@ void TopUp(locks::CreditStore& credits, const httplib::Request& req, httplib::Re
   }
   if (!RequireJson(req, res, "{\"amount\": 100}")) return;
   auto body = ParseJsonObject(req.body, false);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e));
   auto amount =
       WholeNumberField(std::get<json>(body), "amount", 1, locks::kMaxCreditAmount, std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorFor(*e));
 
   locks::TopUpOutcome outcome = credits.TopUp(account, key, std::get<std::int64_t>(amount));
   if (auto* done = std::get_if<locks::TopUpApplied>(&outcome)) {
     if (!done->replayed) {
-      LogInfo("credits_topped_up", {{"account_id", account},
-                                    {"amount", done->amount},
-                                    {"balance_after", done->balance_after}});
+      base::LogInfo("credits_topped_up", {{"account_id", account},
+                                          {"amount", done->amount},
+                                          {"balance_after", done->balance_after}});
     }
     MarkReplay(res, done->replayed);
     return WriteJson(res, 200,
@@ -169,12 +109,12 @@ void OpenHold(locks::CreditStore& credits, const httplib::Request& req, httplib:
   const std::string account = req.matches[1];
   if (!RequireJson(req, res, "{\"amount\": 10, \"ttl_seconds\": 300}")) return;
   auto body = ParseJsonObject(req.body, false);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e));
   const json& j = std::get<json>(body);
   auto amount = WholeNumberField(j, "amount", 1, locks::kMaxCreditAmount, std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorFor(*e));
   auto ttl = WholeNumberField(j, "ttl_seconds", 1, locks::kMaxHoldTtl.count(), std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&ttl)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&ttl)) return WriteError(res, ErrorFor(*e));
 
   const std::int64_t requested = std::get<std::int64_t>(amount);
   locks::HoldOutcome outcome =
@@ -193,9 +133,10 @@ void OpenHold(locks::CreditStore& credits, const httplib::Request& req, httplib:
 
 void GetHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
   auto got = credits.GetHold(req.matches[1]);
-  if (auto* f = std::get_if<locks::DbFailure>(&got)) return WriteError(res, ErrorForLimits(*f));
+  if (auto* f = std::get_if<locks::DbFailure>(&got))
+    return WriteError(res, ErrorFor(*f, Surface::kLimits));
   const auto& v = std::get<std::optional<locks::CreditHoldView>>(got);
-  if (!v) return WriteError(res, HoldNotFoundError());
+  if (!v) return WriteError(res, ErrorFor(locks::HoldNotFound{}));
   WriteJson(res, 200, HoldJson(*v));
 }
 

@@ -14,12 +14,13 @@
 
 #include <functional>
 
+#include "gateway/middleware.h"
 #include "locks/credits.h"
 
 namespace paintlock::gateway {
 
 // False (and the 401 written) unless the request carries the API key.
-using AuthorizeFn = std::function<bool(const httplib::Request&, httplib::Response&)>;
+
 
 void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
                          locks::CreditStore& credits);

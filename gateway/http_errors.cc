@@ -1,10 +1,25 @@
 #include "gateway/http_errors.h"
 
-#include "gateway/log.h"
+#include <algorithm>
+
+#include "base/log.h"
+#include "checkout/checkout.h"
+#include "gateway/limit_routes_parsing.h"
+#include "locks/credits.h"
+#include "locks/leases.h"
+#include "locks/licenses.h"
+#include "locks/quotas.h"
+#include "locks/rate_limits.h"
+#include "locks/reservations.h"
+#include "webhooks/fulfilment.h"
+#include "webhooks/signature.h"
+#include "webhooks/subscriptions.h"
 
 namespace paintlock::gateway {
 
 namespace {
+
+using nlohmann::json;
 
 // "2026-12-02T14:05:09Z" → "14:05:09 UTC": what a buyer reads in a sentence.
 std::string ClockTime(const std::string& rfc3339) {
@@ -16,24 +31,95 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
 }
 
+std::string Joined(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+HttpError Internal(const std::string& message) {
+  return {500, "internal", message, json::object(), 0};
+}
+
 }  // namespace
 
+// --- The request itself ------------------------------------------------------
+
 HttpError InvalidRequest(const std::string& message, const std::string& param) {
-  HttpError e{400, "invalid_request", message, nlohmann::json::object(), 0};
+  HttpError e{400, "invalid_request", message, json::object(), 0};
   if (!param.empty()) e.extra["param"] = param;
   return e;
 }
+
+HttpError ErrorFor(const FieldError& error) { return InvalidRequest(error.message, error.param); }
+
+HttpError UnsupportedMediaType(const std::string& what_to_send) {
+  return {415, "unsupported_media_type", what_to_send, json::object(), 0};
+}
+
+HttpError RequestTooLarge(const std::string& message) {
+  return {413, "request_too_large", message, json::object(), 0};
+}
+
+HttpError HeaderTooLarge(const std::string& what, std::size_t limit) {
+  return {431, "header_too_large", what + " is longer than " + std::to_string(limit) + " bytes.",
+          json::object(), 0};
+}
+
+HttpError NoSuchEndpoint() {
+  return {404, "not_found", "There is no such endpoint.", json::object(), 0};
+}
+
+HttpError CannotServe(int status) {
+  if (status == 400) return InvalidRequest("The request could not be read.");
+  if (status == 413) return RequestTooLarge();
+  if (status == 404) return NoSuchEndpoint();
+  return {status, "http_error", "The request could not be served.", json::object(), 0};
+}
+
+HttpError Unauthorized(bool api_key_configured, const std::string& why) {
+  return {401, "unauthorized",
+          api_key_configured ? why
+                             : "The server API is disabled: set PAINTLOCK_API_KEY on the gateway.",
+          json::object(), 0};
+}
+
+HttpError IdempotencyKeyRequired(const std::string& why) {
+  return {400, "idempotency_key_required", why, {{"param", "Idempotency-Key"}}, 0};
+}
+
+HttpError OriginNotAllowed(const std::string& origin) {
+  return {403,
+          "origin_not_allowed",
+          "This gateway does not accept cross-origin requests from " + origin +
+              ": its operator can add the origin to PAINTLOCK_ALLOWED_ORIGINS.",
+          {{"origin", origin}},
+          0};
+}
+
+// --- Paintings, checkout and reservations ----------------------------------------
 
 HttpError ErrorFor(const locks::Busy& busy) {
   HttpError e;
@@ -41,24 +127,30 @@ HttpError ErrorFor(const locks::Busy& busy) {
   e.code = "painting_reserved";
   e.message = "Painting \"" + busy.painting +
               "\" is being bought by someone else right now. If they do not complete the "
-              "purchase it will be free again at " + ClockTime(busy.free_at) + " (" +
-              busy.free_at + ").";
+              "purchase it will be free again at " +
+              ClockTime(busy.free_at) + " (" + busy.free_at + ").";
   e.extra = {{"painting", busy.painting}, {"free_at", busy.free_at}};
   e.retry_after_seconds = std::max(1, busy.retry_after_seconds);
   return e;
 }
 
 HttpError ErrorFor(const locks::Sold& sold) {
-  return {409, "painting_sold", "Painting \"" + sold.painting + "\" has been sold.",
-          {{"painting", sold.painting}}, 0};
+  return {409,
+          "painting_sold",
+          "Painting \"" + sold.painting + "\" has been sold.",
+          {{"painting", sold.painting}},
+          0};
 }
 
 HttpError ErrorFor(const locks::Unknown& unknown) {
-  return {404, "painting_not_found", "There is no painting \"" + unknown.painting + "\".",
-          {{"painting", unknown.painting}}, 0};
+  return {404,
+          "painting_not_found",
+          "There is no painting \"" + unknown.painting + "\".",
+          {{"painting", unknown.painting}},
+          0};
 }
 
-HttpError ErrorFor(const MixedCurrency& mixed) {
+HttpError ErrorFor(const checkout::MixedCurrency& mixed) {
   HttpError e = InvalidRequest(
       "The paintings in this cart are priced in different currencies; buy them separately.",
       "paintings");
@@ -66,38 +158,327 @@ HttpError ErrorFor(const MixedCurrency& mixed) {
   return e;
 }
 
-HttpError ErrorFor(const StripeFailed& failed) {
+HttpError ErrorFor(const checkout::StripeFailed& failed) {
   if (failed.unavailable) {
     return {503, "stripe_unavailable",
             "The payment provider could not be reached. Nothing was reserved or charged; "
             "please try again in a moment.",
-            nlohmann::json::object(), 5};
+            json::object(), 5};
   }
-  return {502, "stripe_error",
+  return {502,
+          "stripe_error",
           "The payment provider refused to start the checkout. Nothing was reserved or charged.",
-          {{"stripe_error_type", failed.stripe_type}}, 0};
+          {{"stripe_error_type", failed.stripe_type}},
+          0};
 }
 
-HttpError ErrorFor(const locks::DbFailure& failure) {
+HttpError ErrorFor(const checkout::ReservationPaid& paid) {
+  return {409,
+          "reservation_paid",
+          "This reservation has been paid (or a payment is settling); it cannot be released.",
+          {{"state", paid.state}},
+          0};
+}
+
+HttpError ReservationNotFound() {
+  return {404, "reservation_not_found", "There is no such reservation.", json::object(), 0};
+}
+
+HttpError SessionNotFound() {
+  return {404, "session_not_found", "There is no such checkout session.", json::object(), 0};
+}
+
+HttpError PaymentRefunded() {
+  return {409, "payment_refunded",
+          "Another buyer completed the purchase of a painting in your cart before your payment "
+          "arrived. Your payment has been refunded in full.",
+          json::object(), 0};
+}
+
+HttpError CheckoutRateLimited(int retry_after_seconds) {
+  // The bucket key is the visitor's keyed hash: harmless, but of no use to a buyer.
+  return {429,
+          "rate_limited",
+          "Too many checkout attempts from your address. Please wait " +
+              std::to_string(retry_after_seconds) +
+              (retry_after_seconds == 1 ? " second" : " seconds") +
+              " and try again. Nothing was reserved or charged.",
+          {{"retry_after_seconds", retry_after_seconds}},
+          retry_after_seconds};
+}
+
+HttpError NotReady() {
+  return {503, "not_ready", "The database is not reachable.", json::object(), 2};
+}
+
+HttpError TooManyStreams() {
+  return {503, "too_many_streams",
+          "This gateway has as many live availability streams open as it allows; try again "
+          "shortly.",
+          json::object(), 10};
+}
+
+HttpError ShuttingDown() {
+  return {503, "unavailable", "This gateway is shutting down; try again shortly.", json::object(),
+          2};
+}
+
+// --- Database trouble ----------------------------------------------------------
+
+HttpError ErrorFor(const locks::DbFailure& failure, Surface surface) {
   switch (failure.kind) {
     case locks::DbFailureKind::kContended:
-      return {409, "painting_busy",
-              "Someone else is buying one of these paintings at this very moment. "
-              "Please try again in a second.",
-              nlohmann::json::object(), 1};
+      switch (surface) {
+        case Surface::kPaintings:
+          return {409, "painting_busy",
+                  "Someone else is buying one of these paintings at this very moment. "
+                  "Please try again in a second.",
+                  json::object(), 1};
+        case Surface::kQuotas:
+          return {503, "quota_busy",
+                  "Too many requests for this quota are being decided at this very moment; try "
+                  "again in a second.",
+                  json::object(), 1};
+        case Surface::kLimits:
+        case Surface::kWebhooks:
+          return {503, "busy",
+                  "Other requests are changing this right now. Nothing changed; retry in a "
+                  "moment.",
+                  json::object(), 1};
+      }
+      break;
     case locks::DbFailureKind::kUnavailable:
       return {503, "unavailable",
-              "The gateway cannot reach its database right now. Nothing was reserved or "
-              "charged; please try again in a moment.",
-              nlohmann::json::object(), 2};
+              surface == Surface::kPaintings
+                  ? "The gateway cannot reach its database right now. Nothing was reserved or "
+                    "charged; please try again in a moment."
+                  : "The gateway cannot reach its database right now. Nothing changed; retry in "
+                    "a moment.",
+              json::object(), 2};
     case locks::DbFailureKind::kInternal:
       break;
   }
-  return {500, "internal",
-          "Something went wrong on our side. Nothing was charged. Quote the request id if you "
-          "contact the seller.",
-          nlohmann::json::object(), 0};
+  return Internal(
+      "Something went wrong on our side. Nothing was charged. Quote the request id if you "
+      "contact the seller.");
 }
+
+// --- Webhooks ------------------------------------------------------------------
+
+HttpError ErrorFor(webhooks::SignatureCheck check) {
+  return {400, "invalid_signature",
+          std::string("Webhook signature refused: ") + webhooks::ToString(check) + ".",
+          json::object(), 0};
+}
+
+HttpError MalformedEvent(const std::string& problem) {
+  return InvalidRequest("Malformed event: " + problem);
+}
+
+HttpError ErrorFor(webhooks::FulfilmentFailure failure) {
+  // Not applied (or a refund still owed): Stripe retries, and the retry is safe.
+  if (failure == webhooks::FulfilmentFailure::kInternal) {
+    return Internal("The event was not applied; retry later.");
+  }
+  return {503, "unavailable", "The event was not applied; retry later.", json::object(), 5};
+}
+
+HttpError ErrorFor(webhooks::SubscriptionFailure failure) {
+  switch (failure) {
+    case webhooks::SubscriptionFailure::kNotConfigured:
+      return {503, "licenses_not_configured",
+              "This gateway cannot issue licences (PAINTLOCK_LICENSE_SECRET is not set); the "
+              "event was not applied. Retry later.",
+              json::object(), 60};
+    case webhooks::SubscriptionFailure::kDatabaseUnavailable:
+      return {503, "unavailable", "The event was not applied; retry later.", json::object(), 5};
+    case webhooks::SubscriptionFailure::kInternal:
+      break;
+  }
+  return Internal("The event was not applied; retry later.");
+}
+
+// --- Rate limits -----------------------------------------------------------------
+
+HttpError ErrorFor(const locks::RateLimited& limited) {
+  return {429,
+          "rate_limited",
+          "Rate limit reached for \"" + limited.key + "\"; retry in " +
+              std::to_string(limited.retry_after_seconds) + " s.",
+          {{"allowed", false},
+           {"key", limited.key},
+           {"remaining", limited.remaining},
+           {"retry_after_seconds", limited.retry_after_seconds}},
+          limited.retry_after_seconds};
+}
+
+HttpError ErrorFor(const locks::UnknownBucket& unknown, const std::vector<std::string>& buckets) {
+  return {400,
+          "unknown_bucket",
+          unknown.bucket.empty()
+              ? "Name the bucket: a \"bucket\" field, or a key \"bucket:subject\". Configured "
+                "buckets: " +
+                    Joined(buckets) + "."
+              : "There is no bucket \"" + unknown.bucket +
+                    "\" (PAINTLOCK_RATE_LIMITS). Configured buckets: " + Joined(buckets) + ".",
+          {{"param", "bucket"}},
+          0};
+}
+
+HttpError ErrorFor(const locks::CostOverCapacity& over) {
+  return {422,
+          "cost_over_capacity",
+          "A cost of " + std::to_string(over.cost) +
+              " can never be taken from a bucket that holds at most " +
+              std::to_string(over.capacity) + ".",
+          {{"param", "cost"}, {"capacity", over.capacity}},
+          0};
+}
+
+// --- Credits -----------------------------------------------------------------------
+
+HttpError ErrorFor(const locks::InsufficientCredits& o) {
+  return {409,
+          "insufficient_credits",
+          "Only " + std::to_string(o.available) + " credits are available; " +
+              std::to_string(o.requested) + " were asked for. Nothing was held.",
+          {{"available", o.available}, {"requested", o.requested}},
+          0};
+}
+
+HttpError ErrorFor(const locks::AccountNotFound&) {
+  return {404, "account_not_found", "There is no such account.", json::object(), 0};
+}
+
+HttpError ErrorFor(const locks::HoldNotFound&) {
+  return {404, "hold_not_found", "There is no such hold.", json::object(), 0};
+}
+
+HttpError ErrorFor(const locks::HoldWasReleased& o) {
+  return {409,
+          "hold_released",
+          "The hold was released; it cannot be committed. Nothing moved.",
+          {{"amount", o.amount}},
+          0};
+}
+
+HttpError ErrorFor(const locks::HoldLapsed& o) {
+  return {409,
+          "hold_expired",
+          "The hold expired at " + o.expired_at + " and its " + std::to_string(o.amount) +
+              " credits are no longer available (" + std::to_string(o.available) +
+              " are). Nothing was committed.",
+          {{"expired_at", o.expired_at}, {"amount", o.amount}, {"available", o.available}},
+          0};
+}
+
+HttpError ErrorFor(const locks::HoldWasCommitted& o) {
+  return {409,
+          "hold_committed",
+          "The hold was committed; it cannot be released.",
+          {{"amount", o.amount}},
+          0};
+}
+
+HttpError ErrorFor(const locks::IdempotencyKeyReused& o) {
+  return {422,
+          "idempotency_key_reused",
+          "This Idempotency-Key was already used on this account for a top-up of " +
+              std::to_string(o.original_amount) +
+              " credits; use a new key for a different top-up. Nothing moved.",
+          {{"original_amount", o.original_amount}},
+          0};
+}
+
+HttpError ErrorFor(const locks::BalanceLimitReached& o) {
+  return {422,
+          "balance_limit",
+          "The balance would pass " + std::to_string(locks::kMaxCreditBalance) +
+              " credits. Nothing moved.",
+          {{"balance", o.balance}},
+          0};
+}
+
+// --- Leases -------------------------------------------------------------------------
+
+HttpError ErrorFor(const locks::LeaseHeld& held, const std::string& name) {
+  return {409,
+          "lease_held",
+          "Lease \"" + name + "\" is held by \"" + held.holder + "\" until " + held.expires_at +
+              " unless they renew it.",
+          {{"holder", held.holder}, {"expires_at", held.expires_at}},
+          std::max(1, held.retry_after_seconds)};
+}
+
+HttpError ErrorFor(const locks::LeaseLost& lost, const std::string& doing) {
+  HttpError e{409, "lease_lost",
+              "This holder's grant of lease \"" + lost.name + "\" is no longer current (it " +
+                  "lapsed, was released, or was granted again since); it cannot " + doing +
+                  " it. Acquire it again for a new token.",
+              json::object(), 0};
+  e.extra["holder"] = lost.holder ? json(*lost.holder) : json(nullptr);
+  if (!lost.expires_at.empty()) e.extra["expires_at"] = lost.expires_at;
+  return e;
+}
+
+HttpError LeaseNotFound(const std::string& name) {
+  return {404, "lease_not_found", "There is no lease \"" + name + "\".", json::object(), 0};
+}
+
+// --- Quotas and licences ------------------------------------------------------------
+
+HttpError QuotaNotFound(const std::string& name, const std::vector<std::string>& quotas) {
+  return {404,
+          "quota_not_found",
+          "There is no quota \"" + name.substr(0, 64) +
+              "\". This gateway counts: " + Joined(quotas) + ".",
+          {{"quota", name.substr(0, 64)}, {"quotas", quotas}},
+          0};
+}
+
+HttpError ErrorFor(const locks::QuotaExceeded& e, const locks::QuotaPolicy& quota) {
+  HttpError error;
+  error.status = 429;
+  error.code = "quota_exceeded";
+  error.message = quota.limit == 0
+                      ? "The \"" + quota.name + "\" quota is for licence holders only."
+                      : "You have used all " + std::to_string(quota.limit) + " \"" + quota.name +
+                            "\" allowed today. The count starts again at midnight (" +
+                            quota.time_zone + "), at " + e.resets_at + ".";
+  error.extra = {
+      {"quota", quota.name}, {"used", e.used}, {"limit", e.limit}, {"resets_at", e.resets_at}};
+  error.retry_after_seconds = std::max(1, e.retry_after_seconds);
+  return error;
+}
+
+HttpError ErrorFor(const locks::LicenseInactive& inactive) {
+  return {403,
+          "license_inactive",
+          "This licence's subscription is " + inactive.license.status +
+              ": it no longer lifts the quota. Renew the subscription, or send the request "
+              "without the key to use the free daily quota.",
+          {{"status", inactive.license.status}},
+          0};
+}
+
+HttpError LicenseInvalid() {
+  return {401, "license_invalid",
+          "This licence key is not valid. Check it, or send the request without it to use the "
+          "free daily quota.",
+          json::object(), 0};
+}
+
+HttpError LicenseNotFound() {
+  return {404, "license_not_found", "There is no licence with this key.", json::object(), 0};
+}
+
+HttpError LicenseMissing() {
+  return {401, "license_missing",
+          "Send the licence key as Authorization: License <key> or as X-License-Key: <key>.",
+          json::object(), 0};
+}
+
+// --- Writers ----------------------------------------------------------------------
 
 void WriteJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
@@ -108,7 +489,7 @@ void WriteError(httplib::Response& res, const HttpError& error) {
   nlohmann::json body = error.extra.is_object() ? error.extra : nlohmann::json::object();
   body["code"] = error.code;
   body["message"] = error.message;
-  if (!CurrentRequestId().empty()) body["request_id"] = CurrentRequestId();
+  if (!base::CurrentRequestId().empty()) body["request_id"] = base::CurrentRequestId();
   if (error.retry_after_seconds > 0) {
     res.set_header("Retry-After", std::to_string(error.retry_after_seconds));
   }
@@ -125,7 +506,8 @@ void WriteErrorPage(httplib::Response& res, const HttpError& error) {
       "<meta name=\"viewport\" content=\"width=device-width\"><title>Not available</title>"
       "<style>body{font:17px/1.5 system-ui,sans-serif;max-width:36em;margin:4em auto;"
       "padding:0 1em;color:#222}a{color:#134}</style></head><body><h1>Not available right now</h1>"
-      "<p data-code=\"" + HtmlEscape(error.code) + "\">" + HtmlEscape(error.message) +
+      "<p data-code=\"" +
+          HtmlEscape(error.code) + "\">" + HtmlEscape(error.message) +
           "</p><p><a href=\"javascript:history.back()\">Back to the shop</a></p></body></html>",
       "text/html; charset=utf-8");
 }

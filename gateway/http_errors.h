@@ -1,17 +1,57 @@
-// Every error the gateway answers, in one table: outcome → HTTP status, a
-// stable `code`, and a human `message`. Bodies are JSON
+// Every error the gateway answers, in one table: typed outcome → HTTP status,
+// a stable `code`, and a human `message`. Bodies are JSON
 //   {"code": "painting_reserved", "message": "…", "request_id": "…", …extra}
-// and never carry internals (SQL, Stripe keys, stack traces).
+// and never carry internals (SQL, Stripe keys, stack traces). A new endpoint
+// adds rows here, never a table of its own; the README's error table lists
+// the codes.
+//
+// The outcome types are only declared here, so a route that includes this
+// header does not pull in the stores, Stripe or the webhooks.
 #pragma once
 
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
-#include "gateway/checkout.h"
+namespace paintlock::locks {
+struct Busy;
+struct Sold;
+struct Unknown;
+struct DbFailure;
+struct RateLimited;
+struct UnknownBucket;
+struct CostOverCapacity;
+struct QuotaExceeded;
+struct QuotaPolicy;
+struct LicenseInactive;
+struct InsufficientCredits;
+struct AccountNotFound;
+struct HoldNotFound;
+struct HoldWasReleased;
+struct HoldLapsed;
+struct HoldWasCommitted;
+struct IdempotencyKeyReused;
+struct BalanceLimitReached;
+struct LeaseHeld;
+struct LeaseLost;
+struct LeaseNotFound;
+}  // namespace paintlock::locks
+namespace paintlock::checkout {
+struct MixedCurrency;
+struct StripeFailed;
+struct ReservationPaid;
+}  // namespace paintlock::checkout
+namespace paintlock::webhooks {
+enum class FulfilmentFailure;
+enum class SubscriptionFailure;
+enum class SignatureCheck;
+}  // namespace paintlock::webhooks
 
 namespace paintlock::gateway {
+
+struct FieldError;
 
 struct HttpError {
   int status = 500;
@@ -21,22 +61,83 @@ struct HttpError {
   int retry_after_seconds = 0;  // 0: no Retry-After header
 };
 
-HttpError InvalidRequest(const std::string& message, const std::string& param = "");
+// Which endpoints a database failure is reported to: the words differ (a
+// credit hold says nothing about paintings), the codes do not.
+enum class Surface { kPaintings, kLimits, kQuotas, kWebhooks };
 
-// The table. Outcomes that are successes (Granted, CheckoutStarted) are not
-// errors and must not be passed.
+// --- The request itself ----------------------------------------------------
+HttpError InvalidRequest(const std::string& message, const std::string& param = "");
+HttpError ErrorFor(const FieldError& error);
+HttpError UnsupportedMediaType(const std::string& what_to_send);
+HttpError RequestTooLarge(const std::string& message = "The request body is too large.");
+HttpError HeaderTooLarge(const std::string& what, std::size_t limit);
+HttpError NoSuchEndpoint();
+HttpError CannotServe(int status);
+// Authorization: Bearer <PAINTLOCK_API_KEY> missing or wrong. `why` says what
+// the endpoint wanted it for; an unconfigured key says how to enable it.
+HttpError Unauthorized(bool api_key_configured, const std::string& why);
+HttpError IdempotencyKeyRequired(const std::string& why);
+HttpError OriginNotAllowed(const std::string& origin);
+
+// --- Paintings, checkout and reservations ------------------------------------
 HttpError ErrorFor(const locks::Busy& busy);
 HttpError ErrorFor(const locks::Sold& sold);
 HttpError ErrorFor(const locks::Unknown& unknown);
-HttpError ErrorFor(const MixedCurrency& mixed);
-HttpError ErrorFor(const StripeFailed& failed);
-HttpError ErrorFor(const locks::DbFailure& failure);
+HttpError ErrorFor(const checkout::MixedCurrency& mixed);
+HttpError ErrorFor(const checkout::StripeFailed& failed);
+HttpError ErrorFor(const checkout::ReservationPaid& paid);
+HttpError ReservationNotFound();
+HttpError SessionNotFound();
+// A late payment for a painting someone else bought meanwhile, refunded.
+HttpError PaymentRefunded();
+HttpError CheckoutRateLimited(int retry_after_seconds);
+HttpError NotReady();
+HttpError TooManyStreams();
+HttpError ShuttingDown();
 
+// --- Database trouble --------------------------------------------------------
+HttpError ErrorFor(const locks::DbFailure& failure, Surface surface = Surface::kPaintings);
+
+// --- Webhooks ---------------------------------------------------------------
+HttpError ErrorFor(webhooks::SignatureCheck check);
+HttpError MalformedEvent(const std::string& problem);
+HttpError ErrorFor(webhooks::FulfilmentFailure failure);
+HttpError ErrorFor(webhooks::SubscriptionFailure failure);
+
+// --- Rate limits ------------------------------------------------------------
+HttpError ErrorFor(const locks::RateLimited& limited);
+HttpError ErrorFor(const locks::UnknownBucket& unknown, const std::vector<std::string>& buckets);
+HttpError ErrorFor(const locks::CostOverCapacity& over);
+
+// --- Credits ----------------------------------------------------------------
+HttpError ErrorFor(const locks::InsufficientCredits& o);
+HttpError ErrorFor(const locks::AccountNotFound& o);
+HttpError ErrorFor(const locks::HoldNotFound& o);
+HttpError ErrorFor(const locks::HoldWasReleased& o);
+HttpError ErrorFor(const locks::HoldLapsed& o);
+HttpError ErrorFor(const locks::HoldWasCommitted& o);
+HttpError ErrorFor(const locks::IdempotencyKeyReused& o);
+HttpError ErrorFor(const locks::BalanceLimitReached& o);
+
+// --- Leases -----------------------------------------------------------------
+HttpError ErrorFor(const locks::LeaseHeld& held, const std::string& name);
+// `doing` is what the holder tried: "renew" or "release".
+HttpError ErrorFor(const locks::LeaseLost& lost, const std::string& doing);
+HttpError LeaseNotFound(const std::string& name);
+
+// --- Quotas and licences ------------------------------------------------------
+HttpError QuotaNotFound(const std::string& name, const std::vector<std::string>& quotas);
+HttpError ErrorFor(const locks::QuotaExceeded& e, const locks::QuotaPolicy& quota);
+HttpError ErrorFor(const locks::LicenseInactive& inactive);
+HttpError LicenseInvalid();
+HttpError LicenseNotFound();
+HttpError LicenseMissing();
+
+// --- Writers ----------------------------------------------------------------
 // Writes the error as JSON (with the request id) and its headers.
 void WriteError(httplib::Response& res, const HttpError& error);
 // The same error as a small readable HTML page, for HTML form posts.
 void WriteErrorPage(httplib::Response& res, const HttpError& error);
-
 void WriteJson(httplib::Response& res, int status, const nlohmann::json& body);
 
 }  // namespace paintlock::gateway

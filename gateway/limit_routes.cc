@@ -2,58 +2,17 @@
 
 #include <cctype>
 
-#include "gateway/log.h"
+#include "base/log.h"
 
 namespace paintlock::gateway {
 
 using nlohmann::json;
 
-HttpError ErrorForField(const FieldError& error) {
-  return InvalidRequest(error.message, error.param);
-}
-
-HttpError ErrorForLimits(const locks::DbFailure& failure) {
-  switch (failure.kind) {
-    case locks::DbFailureKind::kContended:
-      return {503, "busy",
-              "Other requests are changing this right now. Nothing changed; retry in a moment.",
-              json::object(), 1};
-    case locks::DbFailureKind::kUnavailable:
-      return {503, "unavailable",
-              "The gateway cannot reach its database right now. Nothing changed; retry in a "
-              "moment.",
-              json::object(), 2};
-    case locks::DbFailureKind::kInternal:
-      break;
-  }
-  return ErrorFor(failure);  // the generic 500, no internals
-}
-
-std::string RequestMediaType(const httplib::Request& req) {
-  std::string ct = req.get_header_value("Content-Type");
-  ct = ct.substr(0, ct.find(';'));
-  for (auto& c : ct) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  while (!ct.empty() && ct.back() == ' ') ct.pop_back();
-  return ct;
-}
-
 namespace {
 
-HttpError LimitedError(const locks::RateLimited& limited) {
-  return {429,
-          "rate_limited",
-          "Rate limit reached for \"" + limited.key + "\"; retry in " +
-              std::to_string(limited.retry_after_seconds) + " s.",
-          {{"allowed", false},
-           {"key", limited.key},
-           {"remaining", limited.remaining},
-           {"retry_after_seconds", limited.retry_after_seconds}},
-          limited.retry_after_seconds};
-}
-
-std::string BucketNames(const std::vector<locks::RateBucket>& buckets) {
-  std::string names;
-  for (const auto& b : buckets) names += (names.empty() ? "" : ", ") + b.name;
+std::vector<std::string> BucketNames(const std::vector<locks::RateBucket>& buckets) {
+  std::vector<std::string> names;
+  for (const auto& b : buckets) names.push_back(b.name);
   return names;
 }
 
@@ -67,12 +26,12 @@ void Take(locks::RateLimiter& limiter, const httplib::Request& req, httplib::Res
                                           "key"));
   }
   auto body = ParseJsonObject(req.body, /*empty_ok=*/true);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e));
   const json& j = std::get<json>(body);
   auto cost = WholeNumberField(j, "cost", 1, 1000000000, 1);
-  if (auto* e = std::get_if<FieldError>(&cost)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&cost)) return WriteError(res, ErrorFor(*e));
   auto bucket = TextField(j, "bucket", std::string());
-  if (auto* e = std::get_if<FieldError>(&bucket)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&bucket)) return WriteError(res, ErrorFor(*e));
 
   const locks::TakeOutcome outcome =
       limiter.Take(key, std::get<std::string>(bucket), std::get<std::int64_t>(cost));
@@ -82,31 +41,13 @@ void Take(locks::RateLimiter& limiter, const httplib::Request& req, httplib::Res
         if constexpr (std::is_same_v<T, locks::RateAllowed>) {
           WriteJson(res, 200, {{"allowed", true}, {"key", o.key}, {"remaining", o.remaining}});
         } else if constexpr (std::is_same_v<T, locks::RateLimited>) {
-          WriteError(res, LimitedError(o));
+          WriteError(res, ErrorFor(o));
         } else if constexpr (std::is_same_v<T, locks::UnknownBucket>) {
-          const std::string names = BucketNames(limiter.buckets());
-          WriteError(res,
-                     {400,
-                      "unknown_bucket",
-                      o.bucket.empty()
-                          ? "Name the bucket: a \"bucket\" field, or a key \"bucket:subject\". "
-                            "Configured buckets: " +
-                                names + "."
-                          : "There is no bucket \"" + o.bucket +
-                                "\" (PAINTLOCK_RATE_LIMITS). Configured buckets: " + names + ".",
-                      {{"param", "bucket"}},
-                      0});
+          WriteError(res, ErrorFor(o, BucketNames(limiter.buckets())));
         } else if constexpr (std::is_same_v<T, locks::CostOverCapacity>) {
-          WriteError(res, {422,
-                           "cost_over_capacity",
-                           "A cost of " + std::to_string(o.cost) +
-                               " can never be taken from a "
-                               "bucket that holds at most " +
-                               std::to_string(o.capacity) + ".",
-                           {{"param", "cost"}, {"capacity", o.capacity}},
-                           0});
+          WriteError(res, ErrorFor(o));
         } else {
-          WriteError(res, ErrorForLimits(o));
+          WriteError(res, ErrorFor(o, Surface::kLimits));
         }
       },
       outcome);
@@ -116,21 +57,6 @@ void Take(locks::RateLimiter& limiter, const httplib::Request& req, httplib::Res
 
 json LeaseJson(const locks::LeaseGranted& g) {
   return {{"name", g.name}, {"holder", g.holder}, {"token", g.token}, {"expires_at", g.expires_at}};
-}
-
-HttpError LostError(const locks::LeaseLost& lost, const std::string& doing) {
-  HttpError e{409, "lease_lost",
-              "This holder's grant of lease \"" + lost.name + "\" is no longer current (it " +
-                  "lapsed, was released, or was granted again since); it cannot " + doing +
-                  " it. Acquire it again for a new token.",
-              json::object(), 0};
-  e.extra["holder"] = lost.holder ? json(*lost.holder) : json(nullptr);
-  if (!lost.expires_at.empty()) e.extra["expires_at"] = lost.expires_at;
-  return e;
-}
-
-HttpError LeaseNotFoundError(const std::string& name) {
-  return {404, "lease_not_found", "There is no lease \"" + name + "\".", json::object(), 0};
 }
 
 bool ValidLeaseName(const std::string& name, httplib::Response& res) {
@@ -145,7 +71,7 @@ bool ValidLeaseName(const std::string& name, httplib::Response& res) {
 bool HolderAndTtl(const json& j, httplib::Response& res, std::string* holder,
                   std::chrono::seconds* ttl) {
   auto h = TextField(j, "holder", std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&h)) return WriteError(res, ErrorForField(*e)), false;
+  if (auto* e = std::get_if<FieldError>(&h)) return WriteError(res, ErrorFor(*e)), false;
   if (!locks::IsValidLeaseHolder(std::get<std::string>(h))) {
     WriteError(res, InvalidRequest("\"holder\" is 1 to 200 printable characters without spaces "
                                    "(\"worker-3@host-a\").",
@@ -153,22 +79,20 @@ bool HolderAndTtl(const json& j, httplib::Response& res, std::string* holder,
     return false;
   }
   auto t = WholeNumberField(j, "ttl_seconds", 1, locks::kMaxLeaseTtl.count(), std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&t)) return WriteError(res, ErrorForField(*e)), false;
+  if (auto* e = std::get_if<FieldError>(&t)) return WriteError(res, ErrorFor(*e)), false;
   *holder = std::get<std::string>(h);
   *ttl = std::chrono::seconds(std::get<std::int64_t>(t));
   return true;
 }
 
 bool RequireJsonBody(const httplib::Request& req, httplib::Response& res, json* out) {
-  if (RequestMediaType(req) != "application/json") {
-    WriteError(res, {415, "unsupported_media_type",
-                     "Send the body as application/json ({\"holder\": \"worker-1\", "
-                     "\"ttl_seconds\": 30}).",
-                     json::object(), 0});
+  if (MediaTypeOf(req) != "application/json") {
+    WriteError(res, UnsupportedMediaType("Send the body as application/json ({\"holder\": "
+                                         "\"worker-1\", \"ttl_seconds\": 30})."));
     return false;
   }
   auto body = ParseJsonObject(req.body, false);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorForField(*e)), false;
+  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e)), false;
   *out = std::get<json>(body);
   return true;
 }
@@ -184,14 +108,9 @@ void Acquire(locks::LeaseStore& leases, const httplib::Request& req, httplib::Re
   if (auto* g = std::get_if<locks::LeaseGranted>(&outcome))
     return WriteJson(res, 200, LeaseJson(*g));
   if (auto* held = std::get_if<locks::LeaseHeld>(&outcome)) {
-    return WriteError(res, {409,
-                            "lease_held",
-                            "Lease \"" + name + "\" is held by \"" + held->holder + "\" until " +
-                                held->expires_at + " unless they renew it.",
-                            {{"holder", held->holder}, {"expires_at", held->expires_at}},
-                            std::max(1, held->retry_after_seconds)});
+    return WriteError(res, ErrorFor(*held, name));
   }
-  WriteError(res, ErrorForLimits(std::get<locks::DbFailure>(outcome)));
+  WriteError(res, ErrorFor(std::get<locks::DbFailure>(outcome), Surface::kLimits));
 }
 
 void Renew(locks::LeaseStore& leases, const httplib::Request& req, httplib::Response& res) {
@@ -202,7 +121,7 @@ void Renew(locks::LeaseStore& leases, const httplib::Request& req, httplib::Resp
   std::chrono::seconds ttl{0};
   if (!RequireJsonBody(req, res, &j) || !HolderAndTtl(j, res, &holder, &ttl)) return;
   auto token = WholeNumberField(j, "token", 1, INT64_MAX, std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&token)) return WriteError(res, ErrorForField(*e));
+  if (auto* e = std::get_if<FieldError>(&token)) return WriteError(res, ErrorFor(*e));
   const locks::RenewOutcome outcome =
       leases.Renew(name, holder, std::get<std::int64_t>(token), ttl);
   std::visit(
@@ -211,11 +130,11 @@ void Renew(locks::LeaseStore& leases, const httplib::Request& req, httplib::Resp
         if constexpr (std::is_same_v<T, locks::LeaseGranted>)
           WriteJson(res, 200, LeaseJson(o));
         else if constexpr (std::is_same_v<T, locks::LeaseLost>)
-          WriteError(res, LostError(o, "renew"));
+          WriteError(res, ErrorFor(o, "renew"));
         else if constexpr (std::is_same_v<T, locks::LeaseNotFound>)
-          WriteError(res, LeaseNotFoundError(name));
+          WriteError(res, LeaseNotFound(name));
         else
-          WriteError(res, ErrorForLimits(o));
+          WriteError(res, ErrorFor(o, Surface::kLimits));
       },
       outcome);
 }
@@ -243,11 +162,11 @@ void Release(locks::LeaseStore& leases, const httplib::Request& req, httplib::Re
           if (o.replayed) res.set_header("Idempotent-Replayed", "true");
           WriteJson(res, 200, {{"name", o.name}, {"token", o.token}, {"released", true}});
         } else if constexpr (std::is_same_v<T, locks::LeaseLost>) {
-          WriteError(res, LostError(o, "release"));
+          WriteError(res, ErrorFor(o, "release"));
         } else if constexpr (std::is_same_v<T, locks::LeaseNotFound>) {
-          WriteError(res, LeaseNotFoundError(name));
+          WriteError(res, LeaseNotFound(name));
         } else {
-          WriteError(res, ErrorForLimits(o));
+          WriteError(res, ErrorFor(o, Surface::kLimits));
         }
       },
       outcome);
@@ -256,9 +175,10 @@ void Release(locks::LeaseStore& leases, const httplib::Request& req, httplib::Re
 void GetLease(locks::LeaseStore& leases, const httplib::Request& req, httplib::Response& res) {
   const std::string name = req.matches[1];
   auto got = leases.Get(name);
-  if (auto* f = std::get_if<locks::DbFailure>(&got)) return WriteError(res, ErrorForLimits(*f));
+  if (auto* f = std::get_if<locks::DbFailure>(&got))
+    return WriteError(res, ErrorFor(*f, Surface::kLimits));
   const auto& v = std::get<std::optional<locks::LeaseView>>(got);
-  if (!v) return WriteError(res, LeaseNotFoundError(name.substr(0, 128)));
+  if (!v) return WriteError(res, LeaseNotFound(name.substr(0, 128)));
   json j = {
       {"name", v->name}, {"live", v->live}, {"token", v->token}, {"granted_at", v->granted_at}};
   // A lapsed grant names nobody: the lease is free.
@@ -295,29 +215,42 @@ void InstallLimitRoutes(httplib::Server& server, const LimitRoutes& routes) {
 bool CheckoutRateLimit::Admit(const httplib::Request& req, httplib::Response& res) {
   const locks::TakeOutcome outcome =
       limiter_.Take(visitors_.VisitorOf(req), locks::kCheckoutBucket, 1);
-  const auto* limited = std::get_if<locks::RateLimited>(&outcome);
-  if (!limited) {
-    if (const auto* f = std::get_if<locks::DbFailure>(&outcome)) {
-      LogWarn("checkout_rate_limit_undecided", {{"error", f->detail}});
-    }
-    return true;
+  const AdmitDecision decision = DecideAdmission(outcome);
+  if (!decision.log_event.empty()) {
+    base::LogWarn(decision.log_event, {{"why", decision.why}});
   }
-  LogInfo("checkout_rate_limited", {{"retry_after_seconds", limited->retry_after_seconds}});
-  // The key is the visitor's keyed hash: harmless, but of no use to a buyer.
-  HttpError e{429,
-              "rate_limited",
-              "Too many checkout attempts from your address. Please wait " +
-                  std::to_string(limited->retry_after_seconds) +
-                  (limited->retry_after_seconds == 1 ? " second" : " seconds") +
-                  " and try again. Nothing was reserved or charged.",
-              {{"retry_after_seconds", limited->retry_after_seconds}},
-              limited->retry_after_seconds};
-  if (RequestMediaType(req) == "application/x-www-form-urlencoded") {
+  if (decision.admit) return true;
+  base::LogInfo("checkout_rate_limited", {{"retry_after_seconds", decision.retry_after_seconds}});
+  const HttpError e = CheckoutRateLimited(decision.retry_after_seconds);
+  if (MediaTypeOf(req) == "application/x-www-form-urlencoded") {
     WriteErrorPage(res, e);
   } else {
     WriteError(res, e);
   }
   return false;
+}
+
+AdmitDecision DecideAdmission(const locks::TakeOutcome& outcome) {
+  return std::visit(
+      [](const auto& o) -> AdmitDecision {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, locks::RateAllowed>) {
+          return {true, 0, "", ""};
+        } else if constexpr (std::is_same_v<T, locks::RateLimited>) {
+          return {false, o.retry_after_seconds, "", ""};
+        } else if constexpr (std::is_same_v<T, locks::UnknownBucket>) {
+          return {true, 0, "checkout_rate_limit_misconfigured",
+                  "the \"checkout\" bucket is not configured: checkouts are not limited"};
+        } else if constexpr (std::is_same_v<T, locks::CostOverCapacity>) {
+          return {
+              true, 0, "checkout_rate_limit_misconfigured",
+              "the \"checkout\" bucket holds less than one checkout: checkouts are not limited"};
+        } else {
+          // The reservation that follows reports the database trouble itself.
+          return {true, 0, "checkout_rate_limit_undecided", o.detail};
+        }
+      },
+      outcome);
 }
 
 }  // namespace paintlock::gateway

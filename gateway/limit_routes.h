@@ -18,8 +18,9 @@
 
 #include "gateway/credit_routes.h"
 #include "gateway/http_errors.h"
+#include "gateway/middleware.h"
 #include "gateway/limit_routes_parsing.h"
-#include "gateway/visitor.h"
+#include "base/visitor.h"
 #include "locks/credits.h"
 #include "locks/leases.h"
 #include "locks/rate_limits.h"
@@ -36,12 +37,12 @@ struct LimitRoutes {
 void InstallLimitRoutes(httplib::Server& server, const LimitRoutes& routes);
 
 // The per-visitor limit on POST /v1/checkout: one token of the "checkout"
-// bucket per attempt, keyed by VisitorIdentity (an HMAC of the client
+// bucket per attempt, keyed by base::VisitorIdentity (an HMAC of the client
 // address, never the address). Wired only when enabled
 // (PAINTLOCK_CHECKOUT_RATE_LIMIT). Thread-safe.
 class CheckoutRateLimit {
  public:
-  CheckoutRateLimit(locks::RateLimiter& limiter, const VisitorIdentity& visitors)
+  CheckoutRateLimit(locks::RateLimiter& limiter, const base::VisitorIdentity& visitors)
       : limiter_(limiter), visitors_(visitors) {}
 
   // True when the checkout may go on. Otherwise false with a 429 written
@@ -52,14 +53,19 @@ class CheckoutRateLimit {
 
  private:
   locks::RateLimiter& limiter_;
-  const VisitorIdentity& visitors_;
+  const base::VisitorIdentity& visitors_;
 };
 
-// Shared by the credit, rate-limit and lease handlers.
-HttpError ErrorForField(const FieldError& error);
-// Database trouble in words that fit these endpoints (nothing about paintings).
-HttpError ErrorForLimits(const locks::DbFailure& failure);
-// The request's media type (lowercase, without parameters).
-std::string RequestMediaType(const httplib::Request& req);
+// What the checkout limit does with a take: admit or refuse, and what it
+// must log. Anything but a clear allow or limit admits the checkout (the limit
+// is a safety net, not a gate) but is never silent: a misconfigured bucket or
+// an undecided take names an event to log.
+struct AdmitDecision {
+  bool admit = true;
+  int retry_after_seconds = 0;  // when refused
+  std::string log_event;        // empty: nothing to log
+  std::string why;
+};
+AdmitDecision DecideAdmission(const locks::TakeOutcome& outcome);
 
 }  // namespace paintlock::gateway

@@ -63,12 +63,32 @@ TEST_CASE("rate limits: bad rate-limit settings are start-up problems, one line 
 TEST_CASE("rate limits: database trouble on these endpoints says nothing of paintings") {
   for (auto kind : {paintlock::locks::DbFailureKind::kContended,
                     paintlock::locks::DbFailureKind::kUnavailable}) {
-    HttpError e = ErrorForLimits({kind, "detail"});
+    HttpError e = ErrorFor(paintlock::locks::DbFailure{kind, "detail"}, Surface::kLimits);
     CHECK(e.status == 503);
     CHECK(e.retry_after_seconds > 0);
     CHECK(e.message.find("painting") == std::string::npos);
     CHECK(e.message.find("detail") == std::string::npos);
   }
-  CHECK(ErrorForLimits({paintlock::locks::DbFailureKind::kInternal, "SELECT secret"}).status ==
-        500);
+  CHECK(ErrorFor(paintlock::locks::DbFailure{paintlock::locks::DbFailureKind::kInternal,
+                                             "SELECT secret"},
+                 Surface::kLimits)
+            .status == 500);
+}
+
+TEST_CASE("checkout limit: a misconfigured or undecided take admits the checkout, never silently") {
+  namespace locks = paintlock::locks;
+  const AdmitDecision unknown = DecideAdmission(locks::TakeOutcome{locks::UnknownBucket{"checkout"}});
+  CHECK(unknown.admit);
+  CHECK(unknown.log_event == "checkout_rate_limit_misconfigured");
+  const AdmitDecision over = DecideAdmission(locks::TakeOutcome{locks::CostOverCapacity{1, 0}});
+  CHECK(over.admit);
+  CHECK(over.log_event == "checkout_rate_limit_misconfigured");
+  const AdmitDecision db = DecideAdmission(
+      locks::TakeOutcome{locks::DbFailure{locks::DbFailureKind::kUnavailable, "down"}});
+  CHECK(db.admit);
+  CHECK(db.log_event == "checkout_rate_limit_undecided");
+  const AdmitDecision limited = DecideAdmission(locks::TakeOutcome{locks::RateLimited{"k", 0, 7}});
+  CHECK_FALSE(limited.admit);
+  CHECK(limited.retry_after_seconds == 7);
+  CHECK(DecideAdmission(locks::TakeOutcome{locks::RateAllowed{"k", 3}}).log_event.empty());
 }

@@ -1,21 +1,24 @@
 // paintlock: the checkout gateway. Only this file wires concrete objects.
 #include <httplib.h>
-#include <openssl/rand.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <atomic>
 #include <thread>
 
 #include "gateway/availability_stream.h"
 #include "gateway/availability_stream_listener.h"
-#include "gateway/checkout.h"
+#include "checkout/checkout.h"
 #include "gateway/config.h"
-#include "gateway/listener.h"
-#include "gateway/log.h"
+#include "base/wide_backlog_server.h"
+#include "base/log.h"
+#include "gateway/limit_routes.h"
+#include "gateway/quota_routes.h"
 #include "gateway/server.h"
+#include "locks/health.h"
 #include "locks/audit.h"
 #include "locks/catalogue.h"
 #include "locks/credits.h"
@@ -60,16 +63,16 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::string> problems;
-  gateway::Config config = gateway::ParseConfig(gateway::ProcessEnv, &problems);
+  gateway::Config config = gateway::ParseConfig(base::ProcessEnv, &problems);
   if (!problems.empty()) {
     for (const auto& p : problems) std::fprintf(stderr, "paintlock: config: %s\n", p.c_str());
     std::fprintf(stderr, "paintlock: %zu configuration problem(s); see paintlock --help\n",
                  problems.size());
     return 2;
   }
-  gateway::SetLogComponent("gateway");
-  gateway::LogLevel level;
-  if (gateway::ParseLogLevel(config.log_level, &level)) gateway::SetLogLevel(level);
+  base::SetLogComponent("gateway");
+  base::LogLevel level;
+  if (base::ParseLogLevel(config.log_level, &level)) base::SetLogLevel(level);
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;
@@ -110,28 +113,32 @@ int main(int argc, char** argv) {
   locks::ReservationStore reservations(*db, config.hold_ttl);
   locks::AuditLog audit(*db);
   webhooks::Fulfilment fulfilment(*db, *stripe_client, config.delayed_payment_hold);
-  gateway::CheckoutSettings settings;
+  checkout::CheckoutSettings settings;
   settings.success_url = config.public_url + "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}";
   settings.cancel_url = config.cancel_url;
   settings.session_ttl = config.session_ttl;
-  gateway::Checkout checkout(catalogue, reservations, *stripe_client, fulfilment, audit, settings);
+  checkout::ReleaseService release(*db, stripe_client.get(), &fulfilment, "gateway");
+  checkout::Checkout checkout(catalogue, reservations, *stripe_client, fulfilment, audit, release,
+                              settings);
+  locks::Health health(*db);
 
-  std::string visitor_key = config.visitor_key;
-  if (visitor_key.empty()) {
-    unsigned char random[32];
-    RAND_bytes(random, sizeof random);
-    visitor_key.assign(reinterpret_cast<const char*>(random), sizeof random);
-    gateway::LogWarn("visitor_key_random",
-                     {{"why", "PAINTLOCK_VISITOR_KEY is not set: visitor ids differ between gateway "
-                              "processes and restarts, so per-visitor quotas and limits are per process"}});
+  const bool random_visitor_key = config.visitor_key.empty();
+  const std::optional<std::string> visitor_key = base::VisitorKeyOrRandom(config.visitor_key);
+  if (!visitor_key) return Fail("cannot draw a random visitor key (the system's random source failed)");
+  if (random_visitor_key) {
+    base::LogWarn("visitor_key_random",
+                  {{"why", "PAINTLOCK_VISITOR_KEY is not set: visitor ids differ between gateway "
+                           "processes and restarts, so per-visitor quotas and limits are per process"}});
   }
   std::string bad_network;
-  gateway::VisitorIdentity visitors(visitor_key,
-                                    *gateway::ParseNetworks(config.trusted_proxies, &bad_network));
+  const auto trusted_proxies = base::ParseNetworks(config.trusted_proxies, &bad_network);
+  if (!trusted_proxies) return Fail("PAINTLOCK_TRUSTED_PROXIES: not a network: " + bad_network);
+  base::VisitorIdentity visitors(*visitor_key, *trusted_proxies);
 
-  gateway::WideBacklogServer server;
-  gateway::Services services{*db, catalogue, reservations, checkout, fulfilment, *stripe_client, visitors};
-  // Issue 7: credit holds, rate limits, leases, and the per-visitor checkout limit.
+  base::WideBacklogServer server;
+  gateway::Services services{health,      catalogue,      reservations, checkout,
+                             release,     fulfilment,     *stripe_client, visitors};
+  // Credit holds, rate limits, leases, and the per-visitor checkout limit.
   locks::CreditStore credits(*db);
   locks::RateLimiter rate_limiter(*db, config.rate_buckets);
   locks::LeaseStore leases(*db);
@@ -140,7 +147,7 @@ int main(int argc, char** argv) {
   services.rate_limiter = &rate_limiter;
   services.leases = &leases;
   services.checkout_limit = config.checkout_rate_limit ? &checkout_limit : nullptr;
-  // Issue 6: daily quotas and the licences that lift them (locks/QUOTAS.md).
+  // Daily quotas and the licences that lift them (locks/QUOTAS.md).
   locks::QuotaStore quotas(*db, config.quotas);
   auto unknown_zones = quotas.UnknownTimeZones();
   if (auto* f = std::get_if<locks::DbFailure>(&unknown_zones)) {
@@ -159,11 +166,11 @@ int main(int argc, char** argv) {
   gateway::QuotaServices quota_services{quotas, licenses, subscriptions};
   services.quotas = &quota_services;
   if (config.license_secret.empty()) {
-    gateway::LogWarn("licenses_disabled",
+    base::LogWarn("licenses_disabled",
                      {{"why", "PAINTLOCK_LICENSE_SECRET is not set: customer.subscription.* "
                               "webhooks answer 503 and no licence can be issued"}});
   }
-  // Issue 5: live availability, fed by LISTEN/NOTIFY on a connection of its own.
+  // Live availability, fed by LISTEN/NOTIFY on a connection of its own.
   gateway::AvailabilityStreamOptions stream_options;
   stream_options.max_streams = config.max_streams;
   stream_options.heartbeat = config.stream_heartbeat;
@@ -182,23 +189,26 @@ int main(int argc, char** argv) {
     port = -1;
   }
   if (port >= 0 && !server.WidenBacklog(1024)) {
-    gateway::LogWarn("listen_backlog_not_widened", {{"backlog", 5}});
+    base::LogWarn("listen_backlog_not_widened", {{"backlog", 5}});
   }
   if (port < 0) {
     return Fail("cannot listen on " + config.listen_host + ":" + std::to_string(config.listen_port) +
                 " (in use, or not an address of this machine): set PAINTLOCK_LISTEN");
   }
 
+  // Waits for SIGTERM/SIGINT and drains the server. Joined before main
+  // returns: it uses the server and the stream, which live on this stack.
+  std::atomic<bool> listening_ended{false};
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    gateway::LogInfo("shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
-    availability.Close();  // issue 5: open streams end now, not at their next heartbeat
+    if (listening_ended) return;  // woken by main itself: nothing to drain
+    base::LogInfo("shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    availability.Close();  // open streams end now, not at their next heartbeat
     server.stop();
   });
-  stopper.detach();
 
-  gateway::LogInfo("listening",
+  base::LogInfo("listening",
                    {{"address", config.listen_host + ":" + std::to_string(port)},
                     {"port", port},
                     {"public_url", config.public_url},
@@ -207,10 +217,14 @@ int main(int argc, char** argv) {
                     {"database", locks::RedactConnectionString(config.database_url)},
                     {"reservations_api", !config.api_key.empty()}});
   if (config.stripe_webhook_secrets.empty()) {
-    gateway::LogWarn("webhooks_disabled",
+    base::LogWarn("webhooks_disabled",
                      {{"why", "STRIPE_WEBHOOK_SECRET is not set: every webhook will be refused"}});
   }
   server.listen_after_bind();  // returns once stop() has drained the workers
-  gateway::LogInfo("stopped");
+  listening_ended = true;
+  pthread_kill(stopper.native_handle(), SIGTERM);  // a no-op wake-up if it already ran
+  stopper.join();
+  availability_listener.Stop();
+  base::LogInfo("stopped");
   return 0;
 }

@@ -1,12 +1,13 @@
 #include "gateway/quota_routes.h"
 
-#include <openssl/crypto.h>
-
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-#include "gateway/log.h"
+#include "base/http_text.h"
+#include "base/log.h"
+#include "base/text.h"
+#include "gateway/middleware.h"
 
 namespace paintlock::gateway {
 
@@ -14,102 +15,37 @@ namespace {
 
 constexpr std::size_t kMaxAuthorizationBytes = 1024;
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-std::string MediaTypeOf(const httplib::Request& req) {
-  std::string ct = req.get_header_value("Content-Type");
-  return Trim(Lower(ct.substr(0, ct.find(';'))));
-}
-
-// `Authorization: SCHEME credentials` with the scheme compared case-insensitively
-// (RFC 9110); the credentials, or nullopt for another scheme.
-std::optional<std::string> Credentials(const httplib::Request& req, const std::string& scheme) {
-  const std::string header = req.get_header_value("Authorization");
-  if (header.size() <= scheme.size() ||
-      Lower(header.substr(0, scheme.size() + 1)) != scheme + " ") {
-    return std::nullopt;
-  }
-  return Trim(header.substr(scheme.size() + 1));
-}
-
 HttpError TooLarge(const std::string& what, std::size_t limit) {
-  return {431, "header_too_large", what + " is longer than " + std::to_string(limit) + " bytes.",
-          nlohmann::json::object(), 0};
+  return HeaderTooLarge(what, limit);
 }
 
 enum class ApiKey { kAbsent, kValid, kWrong };
 
 ApiKey ApiKeyOf(const httplib::Request& req, const Config& config) {
-  const auto given = Credentials(req, "bearer");
+  const auto given = base::BearerTokenOf(req.get_header_value("Authorization"));
   if (!given) return ApiKey::kAbsent;
-  const bool ok = !config.api_key.empty() && given->size() == config.api_key.size() &&
-                  CRYPTO_memcmp(given->data(), config.api_key.data(), given->size()) == 0;
+  const bool ok = !config.api_key.empty() && base::ConstantTimeEquals(*given, config.api_key);
   return ok ? ApiKey::kValid : ApiKey::kWrong;
 }
 
 HttpError Unauthorized(const Config& config, const std::string& why) {
-  return {401, "unauthorized",
-          config.api_key.empty()
-              ? "Naming a subject needs the API key, and the API key is disabled: "
-                "set PAINTLOCK_API_KEY on the gateway."
-              : why,
-          nlohmann::json::object(), 0};
+  return gateway::Unauthorized(!config.api_key.empty(), why);
 }
 
 HttpError QuotaNotFound(const std::string& name, const locks::QuotaStore& store) {
   std::vector<std::string> names;
   for (const auto& p : store.policies()) names.push_back(p.name);
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  return {404,
-          "quota_not_found",
-          "There is no quota \"" + name.substr(0, 64) + "\". This gateway counts: " + list + ".",
-          {{"quota", name.substr(0, 64)}, {"quotas", names}},
-          0};
+  return gateway::QuotaNotFound(name, names);
 }
 
 HttpError ErrorForQuotas(const locks::DbFailure& failure) {
-  switch (failure.kind) {
-    case locks::DbFailureKind::kContended:
-      return {503, "quota_busy",
-              "Too many requests for this quota are being decided at this very moment; try again "
-              "in a second.",
-              nlohmann::json::object(), 1};
-    case locks::DbFailureKind::kUnavailable:
-      return {503, "unavailable",
-              "The gateway cannot reach its database right now; try again in a moment.",
-              nlohmann::json::object(), 2};
-    case locks::DbFailureKind::kInternal:
-      break;
-  }
-  return {500, "internal",
-          "Something went wrong on our side. Quote the request id if you contact the seller.",
-          nlohmann::json::object(), 0};
+  return ErrorFor(failure, Surface::kQuotas);
 }
 
 HttpError LicenseRefused(const locks::LicenseCheck& check) {
-  if (const auto* inactive = std::get_if<locks::LicenseInactive>(&check)) {
-    return {403,
-            "license_inactive",
-            "This licence's subscription is " + inactive->license.status +
-                ": it no longer lifts the quota. Renew the subscription, or send the request "
-                "without the key to use the free daily quota.",
-            {{"status", inactive->license.status}},
-            0};
-  }
-  return {401, "license_invalid",
-          "This licence key is not valid. Check it, or send the request without it to use the "
-          "free daily quota.",
-          nlohmann::json::object(), 0};
+  if (const auto* inactive = std::get_if<locks::LicenseInactive>(&check))
+    return ErrorFor(*inactive);
+  return LicenseInvalid();
 }
 
 nlohmann::json LicenseJson(const locks::LicenseView& v) {
@@ -119,24 +55,8 @@ nlohmann::json LicenseJson(const locks::LicenseView& v) {
   return j;
 }
 
-// "midnight (Europe/Paris), at 2026-12-02T23:00:00Z"
-std::string ResetPhrase(const locks::QuotaPolicy& quota, const std::string& resets_at) {
-  return "midnight (" + quota.time_zone + "), at " + resets_at;
-}
-
 HttpError Exceeded(const locks::QuotaPolicy& quota, const locks::QuotaExceeded& e) {
-  HttpError error;
-  error.status = 429;
-  error.code = "quota_exceeded";
-  error.message = quota.limit == 0
-                      ? "The \"" + quota.name + "\" quota is for licence holders only."
-                      : "You have used all " + std::to_string(quota.limit) + " \"" + quota.name +
-                            "\" allowed today. The count starts again at " +
-                            ResetPhrase(quota, e.resets_at) + ".";
-  error.extra = {
-      {"quota", quota.name}, {"used", e.used}, {"limit", e.limit}, {"resets_at", e.resets_at}};
-  error.retry_after_seconds = std::max(1, e.retry_after_seconds);
-  return error;
+  return ErrorFor(e, quota);
 }
 
 // What a request presents, read and checked before anything is decided.
@@ -182,7 +102,7 @@ void AnswerForLicense(QuotaServices& s, const locks::QuotaPolicy& quota, const s
 struct Routes {
   const Config& config;
   QuotaServices& s;
-  const VisitorIdentity& visitors;
+  const base::VisitorIdentity& visitors;
 
   void Consume(const httplib::Request& req, httplib::Response& res) {
     const locks::QuotaPolicy* quota = s.quotas.Find(req.matches[1]);
@@ -255,8 +175,7 @@ struct Routes {
     if (const auto* f = std::get_if<locks::DbFailure>(&check))
       return WriteError(res, ErrorForQuotas(*f));
     if (std::holds_alternative<locks::LicenseUnknown>(check)) {
-      return WriteError(res, {404, "license_not_found", "There is no licence with this key.",
-                              nlohmann::json::object(), 0});
+      return WriteError(res, LicenseNotFound());
     }
     const bool valid = std::holds_alternative<locks::LicenseValid>(check);
     const locks::LicenseView& v = valid ? std::get<locks::LicenseValid>(check).license
@@ -279,10 +198,7 @@ struct Routes {
     if (!LicenseKeyOf(req, &key, &error)) return WriteError(res, error);
     if (!key) {
       res.set_header("WWW-Authenticate", "License");
-      return WriteError(res, {401, "license_missing",
-                              "Send the licence key as Authorization: License <key> or as "
-                              "X-License-Key: <key>.",
-                              nlohmann::json::object(), 0});
+      return WriteError(res, LicenseMissing());
     }
     ValidateLicense(*key, res);
   }
@@ -298,9 +214,10 @@ bool LicenseKeyOf(const httplib::Request& req, std::optional<std::string>* key, 
       *error = TooLarge("The X-License-Key header", kMaxLicenseHeaderBytes);
       return false;
     }
-    *key = Trim(value);
+    *key = base::Trim(value);
   }
-  if (auto in_authorization = Credentials(req, "license")) {
+  if (auto in_authorization =
+          base::CredentialsOf(req.get_header_value("Authorization"), "License")) {
     if (in_authorization->size() > kMaxLicenseHeaderBytes) {
       *error = TooLarge("The licence key", kMaxLicenseHeaderBytes);
       return false;
@@ -320,17 +237,14 @@ bool ParseConsumeBody(const httplib::Request& req, std::optional<std::string>* s
                       HttpError* error) {
   subject->reset();
   if (req.body.size() > kMaxQuotaBodyBytes) {
-    *error = {413, "request_too_large",
-              "The request body is larger than " + std::to_string(kMaxQuotaBodyBytes) +
-                  " bytes; send nothing, or {\"subject\": \"…\"}.",
-              nlohmann::json::object(), 0};
+    *error =
+        RequestTooLarge("The request body is larger than " + std::to_string(kMaxQuotaBodyBytes) +
+                        " bytes; send nothing, or {\"subject\": \"…\"}.");
     return false;
   }
-  if (Trim(req.body).empty()) return true;
+  if (base::Trim(req.body).empty()) return true;
   if (MediaTypeOf(req) != "application/json") {
-    *error = {415, "unsupported_media_type",
-              "Send no body, or {\"subject\": \"…\"} as application/json.",
-              nlohmann::json::object(), 0};
+    *error = UnsupportedMediaType("Send no body, or {\"subject\": \"…\"} as application/json.");
     return false;
   }
   const nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
@@ -363,7 +277,7 @@ bool ParseConsumeBody(const httplib::Request& req, std::optional<std::string>* s
 }
 
 void InstallQuotaRoutes(httplib::Server& server, const Config& config, QuotaServices& services,
-                        const VisitorIdentity& visitors) {
+                        const base::VisitorIdentity& visitors) {
   auto routes = std::make_shared<Routes>(Routes{config, services, visitors});
   server.Post(R"(/v1/quotas/([^/]+)/consume)",
               [routes](const auto& req, auto& res) { routes->Consume(req, res); });
@@ -373,38 +287,6 @@ void InstallQuotaRoutes(httplib::Server& server, const Config& config, QuotaServ
              [routes](const auto& req, auto& res) { routes->LicenseInPath(req, res); });
   server.Get("/v1/license",
              [routes](const auto& req, auto& res) { routes->LicenseInHeaders(req, res); });
-}
-
-void ApplySubscriptionWebhook(QuotaServices& services, const std::string& body,
-                              httplib::Response& res) {
-  std::string problem;
-  auto event = webhooks::DecodeSubscriptionEvent(body, &problem);
-  if (!event) {
-    LogWarn("webhook_malformed", {{"error", problem}});
-    return WriteError(res, InvalidRequest("Malformed event: " + problem));
-  }
-  auto applied = services.subscriptions.Apply(*event);
-  if (const auto* failure = std::get_if<webhooks::SubscriptionFailure>(&applied)) {
-    switch (*failure) {
-      case webhooks::SubscriptionFailure::kNotConfigured:
-        LogWarn("subscription_not_applied",
-                {{"event_id", event->event_id},
-                 {"why", "PAINTLOCK_LICENSE_SECRET is not set: licences cannot be derived"}});
-        return WriteError(res, {503, "licenses_not_configured",
-                                "This gateway cannot issue licences (PAINTLOCK_LICENSE_SECRET is "
-                                "not set); the event was not applied. Retry later.",
-                                nlohmann::json::object(), 60});
-      case webhooks::SubscriptionFailure::kDatabaseUnavailable:
-        return WriteError(res, {503, "unavailable", "The event was not applied; retry later.",
-                                nlohmann::json::object(), 5});
-      case webhooks::SubscriptionFailure::kInternal:
-        break;
-    }
-    return WriteError(res, {500, "internal", "The event was not applied; retry later.",
-                            nlohmann::json::object(), 0});
-  }
-  const auto& a = std::get<webhooks::SubscriptionApplied>(applied);
-  WriteJson(res, 200, {{"received", true}, {"handled", true}, {"outcome", a.outcome}});
 }
 
 }  // namespace paintlock::gateway

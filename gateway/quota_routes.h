@@ -6,7 +6,7 @@
 //   GET  /v1/licenses/{key}         → {"valid", "status", "current_period_end"}; 404 if unknown
 //   GET  /v1/license                → the same for the key in the request's headers
 //
-// Who is counted: the visitor (VisitorIdentity: an HMAC of the client
+// Who is counted: the visitor (base::VisitorIdentity: an HMAC of the client
 // address; the address itself is never stored or logged), or — for a caller
 // with the API key — the subject it names ({"subject": "…"} in the body, or
 // ?subject= on GET). A request carrying a valid licence key
@@ -26,7 +26,7 @@
 
 #include "gateway/config.h"
 #include "gateway/http_errors.h"
-#include "gateway/visitor.h"
+#include "base/visitor.h"
 #include "locks/licenses.h"
 #include "locks/quotas.h"
 #include "webhooks/subscriptions.h"
@@ -41,14 +41,7 @@ struct QuotaServices {
 
 // Installs the routes above. `services` and `visitors` must outlive the server.
 void InstallQuotaRoutes(httplib::Server& server, const Config& config, QuotaServices& services,
-                        const VisitorIdentity& visitors);
-
-// The customer.subscription.* branch of POST /v1/webhooks/stripe, called
-// after the signature over `body` was verified. Answers 2xx only once the
-// event is applied (or known), 400 for an event that cannot be applied, 5xx
-// when Stripe should retry.
-void ApplySubscriptionWebhook(QuotaServices& services, const std::string& body,
-                              httplib::Response& res);
+                        const base::VisitorIdentity& visitors);
 
 // Limits on what these routes read, far below the server-wide ones: a
 // request beyond them is refused before anything else happens.

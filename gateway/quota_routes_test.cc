@@ -19,7 +19,7 @@ httplib::Request WithHeaders(std::initializer_list<std::pair<const char*, std::s
 
 const std::string kKey = "plk_" + std::string(64, 'a');
 
-EnvLookup Env(std::map<std::string, std::string> vars) {
+paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
   vars.emplace("DATABASE_URL", "postgresql:///x");
   vars.emplace("STRIPE_SECRET_KEY", "sk_test_123");
   return [vars](const std::string& name) -> std::optional<std::string> {

@@ -3,13 +3,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "stripe/form.h"
+#include "base/form.h"
 
 namespace paintlock::gateway {
 
 std::optional<std::vector<std::pair<std::string, std::string>>> ParseForm(const std::string& body) {
-  stripe::FormFields fields;
-  if (!stripe::DecodeForm(body, &fields)) return std::nullopt;
+  base::FormFields fields;
+  if (!base::DecodeForm(body, &fields)) return std::nullopt;
   return fields;
 }
 

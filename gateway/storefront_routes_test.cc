@@ -13,7 +13,7 @@ HttpError Reserved() {
       409, "painting_reserved", "…", {{"painting", "p7"}, {"free_at", "2026-12-02T14:05:09Z"}}, 42};
 }
 
-EnvLookup Env(std::map<std::string, std::string> vars) {
+paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
   vars.emplace("DATABASE_URL", "postgresql:///x");
   vars.emplace("STRIPE_SECRET_KEY", "sk_test_123");
   return [vars](const std::string& name) -> std::optional<std::string> {

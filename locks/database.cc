@@ -3,13 +3,13 @@
 #include <regex>
 #include <thread>
 
-#include "gateway/log.h"
+#include "base/log.h"
 #include "locks/sql_files.h"
 
 namespace paintlock::locks {
 
-using gateway::LogError;
-using gateway::LogWarn;
+using base::LogError;
+using base::LogWarn;
 
 std::string RedactConnectionString(const std::string& url) {
   // URI form: postgresql://user:secret@host/db ; key=value form: password=secret

@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "locks/config_text.h"
+#include "base/text.h"
 
 namespace paintlock::locks {
 
@@ -35,7 +35,7 @@ std::optional<std::vector<QuotaPolicy>> ParseQuotaPolicies(const std::string& te
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    item = Trim(item);
+    item = base::Trim(item);
     if (item.empty()) continue;
     const size_t first = item.find(':');
     const size_t second = first == std::string::npos ? first : item.find(':', first + 1);
@@ -44,9 +44,9 @@ std::optional<std::vector<QuotaPolicy>> ParseQuotaPolicies(const std::string& te
       continue;
     }
     QuotaPolicy p;
-    p.name = Trim(item.substr(0, first));
-    const std::string limit = Trim(item.substr(first + 1, second - first - 1));
-    p.time_zone = Trim(item.substr(second + 1));
+    p.name = base::Trim(item.substr(0, first));
+    const std::string limit = base::Trim(item.substr(first + 1, second - first - 1));
+    p.time_zone = base::Trim(item.substr(second + 1));
     bool ok = true;
     if (!IsValidQuotaName(p.name)) {
       problems->push_back("\"" + p.name +

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "locks/config_text.h"
+#include "base/text.h"
 
 namespace paintlock::locks {
 
@@ -21,7 +21,7 @@ std::optional<std::vector<RateBucket>> ParseRateBuckets(const std::string& list,
   std::stringstream in(list);
   std::string raw;
   while (std::getline(in, raw, ',')) {
-    const std::string item = Trim(raw);
+    const std::string item = base::Trim(raw);
     if (item.empty()) continue;
     std::smatch m;
     if (!std::regex_match(item, m, item_re)) {

@@ -19,8 +19,8 @@
 #include <thread>
 #include <utility>
 
-#include "gateway/log.h"
-#include "stripe/form.h"
+#include "base/log.h"
+#include "stripe/session_form.h"
 
 namespace paintlock::stripe {
 
@@ -28,6 +28,8 @@ namespace {
 
 using json = nlohmann::json;
 using std::chrono::milliseconds;
+using base::EncodeForm;
+using base::PercentEncode;
 
 constexpr char kFormContentType[] = "application/x-www-form-urlencoded";
 constexpr std::size_t kMaxIdempotencyKeyLength = 255;  // Stripe's limit
@@ -564,7 +566,7 @@ std::optional<StripeError> HttpsStripeClient::Call(const char* method, const std
     };
     if (!idempotency_key.empty()) fields["idempotency_key"] = idempotency_key;
     if (!ex.request_id.empty()) fields["stripe_request_id"] = ex.request_id;
-    gateway::LogWarn("stripe_retry", fields);
+    base::LogWarn("stripe_retry", fields);
     options_.sleep(delay);
   }
 }

@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "stripe/form.h"
+#include "base/form.h"
 
 namespace paintlock::stripe {
 namespace {
@@ -203,8 +203,8 @@ CreateSessionParams SampleParams() {
 }
 
 std::string FormValue(const std::string& body, const std::string& key) {
-  FormFields fields;
-  REQUIRE(DecodeForm(body, &fields));
+  base::FormFields fields;
+  REQUIRE(base::DecodeForm(body, &fields));
   for (const auto& [k, v] : fields) {
     if (k == key) return v;
   }

@@ -33,6 +33,10 @@ std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* er
     *error = "the event has no id or type";
     return std::nullopt;
   }
+  if (IsSubscriptionEventType(e.type)) {
+    e.subscription = DecodeSubscriptionObject(j, error);
+    if (!e.subscription) return std::nullopt;
+  }
   if (auto it = j.find("created"); it != j.end() && it->is_number_integer()) e.created = it->get<std::int64_t>();
   const nlohmann::json* object = nullptr;
   if (auto d = j.find("data"); d != j.end() && d->is_object()) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "webhooks/fulfilment.h"
+#include "webhooks/subscriptions.h"
 
 namespace paintlock::webhooks {
 
@@ -15,13 +16,16 @@ struct WebhookEvent {
   std::int64_t created = 0;
   bool is_checkout_session = false;  // data.object is a checkout.session
   SessionFacts session;              // when is_checkout_session
+  // customer.subscription.* events, decoded from the same parse.
+  std::optional<SubscriptionEvent> subscription;
 };
 
 // The checkout events paintlock applies; others are acknowledged and logged.
 bool IsHandledType(const std::string& type);
 
 // nullopt and *error when the body is not a Stripe event (bad JSON, no id or
-// type, a checkout event whose object has no session id).
+// type, a checkout event whose object has no session id, a subscription event
+// DecodeSubscriptionEvent refuses). The body is parsed once.
 std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* error);
 
 }  // namespace paintlock::webhooks

@@ -1,12 +1,12 @@
 #include "webhooks/fulfilment.h"
 
-#include "gateway/log.h"
+#include "base/log.h"
 #include "locks/reservations.h"
 
 namespace paintlock::webhooks {
 
-using gateway::LogInfo;
-using gateway::LogWarn;
+using base::LogInfo;
+using base::LogWarn;
 
 SessionFacts FactsOf(const stripe::CheckoutSession& s) {
   SessionFacts f;

@@ -4,12 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "gateway/log.h"
+#include "base/log.h"
 #include "locks/licenses.h"
 
 namespace paintlock::webhooks {
 
-using gateway::LogInfo;
+using base::LogInfo;
 
 bool IsSubscriptionEventType(const std::string& type) {
   return type == "customer.subscription.created" || type == "customer.subscription.updated" ||
@@ -45,6 +45,11 @@ std::optional<SubscriptionEvent> DecodeSubscriptionEvent(const std::string& body
     *error = "the body is not a JSON object";
     return std::nullopt;
   }
+  return DecodeSubscriptionObject(j, error);
+}
+
+std::optional<SubscriptionEvent> DecodeSubscriptionObject(const nlohmann::json& j,
+                                                         std::string* error) {
   SubscriptionEvent e;
   e.event_id = StringOr(j, "id");
   e.event_type = StringOr(j, "type");

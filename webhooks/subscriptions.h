@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
@@ -42,6 +43,9 @@ struct SubscriptionEvent {
 // apply (no event id, type or created time; an object that is not a
 // subscription, or lacks an id, a customer or a status).
 std::optional<SubscriptionEvent> DecodeSubscriptionEvent(const std::string& body,
+                                                         std::string* error);
+// The same, from an event already parsed (a JSON object).
+std::optional<SubscriptionEvent> DecodeSubscriptionObject(const nlohmann::json& event,
                                                          std::string* error);
 
 struct SubscriptionApplied {

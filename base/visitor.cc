@@ -1,4 +1,4 @@
-#include "gateway/visitor.h"
+#include "base/visitor.h"
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
@@ -8,12 +8,13 @@
 #include <cstring>
 #include <sstream>
 
-namespace paintlock::gateway {
+namespace paintlock::base {
 
 namespace {
 
 std::optional<std::array<unsigned char, 16>> ParseIp(std::string text) {
-  if (text.size() > 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  if (text.size() > 2 && text.front() == '[' && text.back() == ']')
+    text = text.substr(1, text.size() - 2);
   std::array<unsigned char, 16> out{};
   in_addr v4{};
   if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
@@ -43,7 +44,8 @@ std::optional<Network> Network::Parse(const std::string& text) {
   int bits = -1;
   if (auto slash = ip.find('/'); slash != std::string::npos) {
     const std::string b = ip.substr(slash + 1);
-    if (b.empty() || b.size() > 3 || b.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    if (b.empty() || b.size() > 3 || b.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
     bits = std::stoi(b);
     ip = ip.substr(0, slash);
   }
@@ -120,8 +122,8 @@ std::string CanonicalVisitorAddress(const std::string& address) {
   }
   // One IPv6 subscriber usually owns a whole /64: count the network, not the
   // address, or a visitor could take a fresh quota with every address.
-  std::snprintf(text, sizeof text, "v6:%02x%02x:%02x%02x:%02x%02x:%02x%02x::/64", (*ip)[0], (*ip)[1],
-                (*ip)[2], (*ip)[3], (*ip)[4], (*ip)[5], (*ip)[6], (*ip)[7]);
+  std::snprintf(text, sizeof text, "v6:%02x%02x:%02x%02x:%02x%02x:%02x%02x::/64", (*ip)[0],
+                (*ip)[1], (*ip)[2], (*ip)[3], (*ip)[4], (*ip)[5], (*ip)[6], (*ip)[7]);
   return text;
 }
 
@@ -140,4 +142,12 @@ std::string VisitorIdentity::Hash(const std::string& raw_address) const {
   return out;
 }
 
-}  // namespace paintlock::gateway
+std::optional<std::string> VisitorKeyOrRandom(const std::string& configured,
+                                              const RandomSource& source) {
+  if (!configured.empty()) return configured;
+  std::string key(32, '\0');
+  if (!source(reinterpret_cast<unsigned char*>(key.data()), key.size())) return std::nullopt;
+  return key;
+}
+
+}  // namespace paintlock::base

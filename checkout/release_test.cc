@@ -1,8 +1,8 @@
-#include "admin/release.h"
+#include "checkout/release.h"
 
 #include <doctest/doctest.h>
 
-using namespace paintlock::admin;
+using namespace paintlock::checkout;
 
 namespace {
 

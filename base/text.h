@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace paintlock::locks {
+namespace paintlock::base {
 
 // `s` without leading and trailing spaces and tabs.
 inline std::string Trim(const std::string& s) {
@@ -13,4 +13,4 @@ inline std::string Trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
-}  // namespace paintlock::locks
+}  // namespace paintlock::base

@@ -1,8 +1,8 @@
-#include "gateway/visitor.h"
+#include "base/visitor.h"
 
 #include <doctest/doctest.h>
 
-using namespace paintlock::gateway;
+using namespace paintlock::base;
 
 TEST_CASE("networks match IPv4 and IPv6 addresses by prefix") {
   auto n = Network::Parse("10.1.0.0/16");
@@ -42,8 +42,20 @@ TEST_CASE("X-Forwarded-For is believed only from trusted proxies") {
 TEST_CASE("visitor addresses are canonical: IPv4-mapped is IPv4, IPv6 counts per /64") {
   CHECK(CanonicalVisitorAddress("203.0.113.9") == "v4:203.0.113.9");
   CHECK(CanonicalVisitorAddress("::ffff:203.0.113.9") == "v4:203.0.113.9");
-  CHECK(CanonicalVisitorAddress("2001:DB8:1:2::1") == CanonicalVisitorAddress("2001:db8:1:2:ffff::9"));
+  CHECK(CanonicalVisitorAddress("2001:DB8:1:2::1") ==
+        CanonicalVisitorAddress("2001:db8:1:2:ffff::9"));
   CHECK(CanonicalVisitorAddress("2001:db8:1:2::1") != CanonicalVisitorAddress("2001:db8:1:3::1"));
   VisitorIdentity id(std::string(32, 'k'), {});
   CHECK(id.Hash("::ffff:10.0.0.1") == id.Hash("10.0.0.1"));
+}
+
+TEST_CASE("A visitor key is never drawn from a failing random source") {
+  const RandomSource failing = [](unsigned char*, std::size_t) { return false; };
+  CHECK_FALSE(VisitorKeyOrRandom("", failing).has_value());
+  CHECK(VisitorKeyOrRandom("configured-key", failing) ==
+        std::optional<std::string>("configured-key"));
+  auto random = VisitorKeyOrRandom("");
+  REQUIRE(random.has_value());
+  CHECK(random->size() == 32);
+  CHECK(*random != *VisitorKeyOrRandom(""));
 }

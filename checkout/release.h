@@ -1,11 +1,13 @@
-// paintlockctl release: freeing a reservation's paintings by hand without
-// ever taking a painting from a buyer who paid.
+// The one way to release a reservation: freeing its paintings without ever
+// taking a painting from a buyer who paid. Used by DELETE /v1/reservations/{id},
+// by the checkout when Stripe fails before a session exists, and by
+// `paintlockctl release`.
 //
 // The order is the gateway's take-over order (DESIGN.md, "Take-over"):
 //  1. Read the reservation: its state and the fence of each of its items.
 //  2. Expire its Stripe session, so that the buyer can no longer pay. If
 //     Stripe says the session is complete, apply that through
-//     webhooks::Fulfilment (actor "paintlockctl"): the paintings are sold, or
+//     webhooks::Fulfilment (as the service's actor): the paintings are sold, or
 //     a delayed payment is settling; refuse. If Stripe cannot be reached,
 //     refuse: nothing changes.
 //  3. Release in one statement (sql/migrations/0003: paintlock_admin_release)
@@ -20,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -28,7 +31,7 @@
 #include "stripe/client.h"
 #include "webhooks/fulfilment.h"
 
-namespace paintlock::admin {
+namespace paintlock::checkout {
 
 // What the database says of a reservation before anything is done.
 struct ReleaseSubject {
@@ -86,14 +89,37 @@ struct ChangedMeanwhile {  // the state or a fence moved since step 1, not to an
 using ReleaseOutcome = std::variant<Released, AlreadyOver, PaidRefused, StripeUnreachable,
                                     StripeRefused, ChangedMeanwhile, locks::DbFailure>;
 
-// Reads the subject; nullopt for an unknown reservation.
-locks::DbResult<std::optional<ReleaseSubject>> LoadReleaseSubject(
-    locks::Database& db, const std::string& reservation_id);
+// A release refused because the buyer paid or is paying (for the error table).
+struct ReservationPaid {
+  std::string state;  // sold | awaiting_payment | refund_pending
+};
 
-// Carries out `plan`. `stripe` and `fulfilment` may be null when
-// !PlanNeedsStripe(plan). Audited by the database as actor "paintlockctl".
-ReleaseOutcome CarryOutRelease(const ReleaseSubject& subject, const ReleasePlan& plan,
-                               const std::string& reason, locks::Database& db,
-                               stripe::StripeClient* stripe, webhooks::Fulfilment* fulfilment);
+// Carries out plans for one actor ("gateway", "paintlockctl", …), which the
+// database writes into the audit log with every release. Thread-safe.
+class ReleaseService {
+ public:
+  // `stripe` and `fulfilment` may be null for a caller that only ever
+  // releases without asking Stripe (then such plans answer StripeUnreachable).
+  ReleaseService(locks::Database& db, stripe::StripeClient* stripe,
+                 webhooks::Fulfilment* fulfilment, std::string actor)
+      : db_(db), stripe_(stripe), fulfilment_(fulfilment), actor_(std::move(actor)) {}
 
-}  // namespace paintlock::admin
+  // Reads the subject; nullopt for an unknown reservation.
+  locks::DbResult<std::optional<ReleaseSubject>> Load(const std::string& reservation_id);
+
+  // Carries out `plan` for `subject`: see the steps above.
+  ReleaseOutcome CarryOut(const ReleaseSubject& subject, const ReleasePlan& plan,
+                          const std::string& reason);
+
+  // Load, PlanRelease and CarryOut in one; nullopt for an unknown reservation.
+  std::optional<ReleaseOutcome> Release(const std::string& reservation_id,
+                                        const std::string& reason, bool force = false);
+
+ private:
+  locks::Database& db_;
+  stripe::StripeClient* stripe_;
+  webhooks::Fulfilment* fulfilment_;
+  const std::string actor_;
+};
+
+}  // namespace paintlock::checkout

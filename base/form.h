@@ -1,4 +1,4 @@
-// Stripe's request bodies: application/x-www-form-urlencoded with bracketed
+// application/x-www-form-urlencoded bodies: Stripe's request bodies, with bracketed
 // nested keys (`line_items[0][price_data][currency]=eur`, `metadata[k]=v`).
 //
 // Pure functions, no state: safe from any thread.
@@ -8,8 +8,8 @@
 // characters (ALPHA DIGIT - . _ ~), so a space is %20 and `{`/`}` are
 // %7B/%7D; keys are encoded the same way except that `[` and `]` stay raw.
 // Field order is kept as given. The decoder is lenient in the other
-// direction (`+` as space, `%5B` or raw `[`, lower-case hex) so the fake
-// Stripe and tests can read what any client sends.
+// direction (`+` as space, `%5B` or raw `[`, lower-case hex) so the gateway
+// (HTML form posts), the fake Stripe and tests can read what any client sends.
 #pragma once
 
 #include <initializer_list>
@@ -18,9 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "stripe/client.h"
-
-namespace paintlock::stripe {
+namespace paintlock::base {
 
 // Ordered (key, value) pairs; keys may repeat.
 using FormFields = std::vector<std::pair<std::string, std::string>>;
@@ -45,11 +43,4 @@ bool PercentDecode(std::string_view encoded, std::string* out);
 // value. Returns false on a bad escape; *out is then unspecified.
 bool DecodeForm(std::string_view body, FormFields* out);
 
-// The fields of POST /v1/checkout/sessions for `p`: mode=payment, one
-// quantity-1 `price_data` line per item, then success_url, cancel_url,
-// expires_at, client_reference_id and metadata[...] — each omitted when empty
-// (expires_at when 0), so Stripe applies its own default or its own error.
-// The idempotency key is not a field; it travels as a header.
-FormFields CheckoutSessionForm(const CreateSessionParams& p);
-
-}  // namespace paintlock::stripe
+}  // namespace paintlock::base

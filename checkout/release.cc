@@ -1,14 +1,12 @@
-#include "admin/release.h"
+#include "checkout/release.h"
 
 #include <nlohmann/json.hpp>
 
 #include "locks/reservations.h"
 
-namespace paintlock::admin {
+namespace paintlock::checkout {
 
 namespace {
-
-constexpr const char* kActor = "paintlockctl";
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
@@ -24,7 +22,8 @@ std::string FenceArrayLiteral(const std::vector<std::int64_t>& fences) {
 
 // Step 3: the fenced release, and what its answer means.
 ReleaseOutcome ReleaseInDatabase(const ReleaseSubject& s, const std::string& reason, bool forced,
-                                 const std::string& stripe_status, locks::Database& db) {
+                                 const std::string& stripe_status, locks::Database& db,
+                                 const std::string& actor) {
   struct Answer {
     std::string outcome, state;
   };
@@ -33,7 +32,7 @@ ReleaseOutcome ReleaseInDatabase(const ReleaseSubject& s, const std::string& rea
   auto answer = db.Run("admin_release", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     pqxx::row row = n.exec_prepared1("admin_release", s.reservation_id, s.state,
-                                     FenceArrayLiteral(s.fences), reason, kActor, forced, status);
+                                     FenceArrayLiteral(s.fences), reason, actor, forced, status);
     return Answer{row["outcome"].as<std::string>(), row["state_now"].as<std::string>("")};
   });
   if (auto* f = std::get_if<locks::DbFailure>(&answer)) return *f;
@@ -53,15 +52,15 @@ ReleaseOutcome ReleaseInDatabase(const ReleaseSubject& s, const std::string& rea
 // payment): apply it like a webhook would, then decide.
 ReleaseOutcome Settle(const ReleaseSubject& s, const stripe::CheckoutSession& session,
                       const std::string& reason, locks::Database& db,
-                      webhooks::Fulfilment& fulfilment) {
-  if (session.status == "expired") return ReleaseInDatabase(s, reason, false, "expired", db);
+                      webhooks::Fulfilment& fulfilment, const std::string& actor) {
+  if (session.status == "expired") return ReleaseInDatabase(s, reason, false, "expired", db, actor);
   if (session.status != "complete") {
     return StripeRefused{"Stripe would not expire session " + s.session_id +
                          ", which it reports as " + session.status};
   }
   webhooks::SessionFacts facts = webhooks::FactsOf(session);
   if (facts.reservation_id.empty()) facts.reservation_id = s.reservation_id;
-  auto applied = fulfilment.Apply(facts, "", "session.retrieved", kActor);
+  auto applied = fulfilment.Apply(facts, "", "session.retrieved", actor);
   if (auto* failure = std::get_if<webhooks::FulfilmentFailure>(&applied)) {
     switch (*failure) {
       case webhooks::FulfilmentFailure::kRefundPending:
@@ -146,11 +145,11 @@ std::string DescribePlan(const ReleasePlan& plan, const ReleaseSubject& s,
          " and refuse";
 }
 
-locks::DbResult<std::optional<ReleaseSubject>> LoadReleaseSubject(
-    locks::Database& db, const std::string& reservation_id) {
+locks::DbResult<std::optional<ReleaseSubject>> ReleaseService::Load(
+    const std::string& reservation_id) {
   using Result = std::optional<ReleaseSubject>;
   if (!locks::LooksLikeUuid(reservation_id)) return Result{};
-  return db.Run("admin_reservations", [&](pqxx::connection& c) -> Result {
+  return db_.Run("admin_reservations", [&](pqxx::connection& c) -> Result {
     pqxx::nontransaction n(c);
     const std::optional<std::string> none;
     pqxx::result r = n.exec_prepared("admin_reservations", none, reservation_id, none);
@@ -170,35 +169,48 @@ locks::DbResult<std::optional<ReleaseSubject>> LoadReleaseSubject(
   });
 }
 
-ReleaseOutcome CarryOutRelease(const ReleaseSubject& s, const ReleasePlan& plan,
-                               const std::string& reason, locks::Database& db,
-                               stripe::StripeClient* stripe, webhooks::Fulfilment* fulfilment) {
+std::optional<ReleaseOutcome> ReleaseService::Release(const std::string& reservation_id,
+                                                      const std::string& reason, bool force) {
+  auto loaded = Load(reservation_id);
+  if (auto* f = std::get_if<locks::DbFailure>(&loaded)) return ReleaseOutcome{*f};
+  const auto& subject = std::get<std::optional<ReleaseSubject>>(loaded);
+  if (!subject) return std::nullopt;
+  return CarryOut(*subject, PlanRelease(*subject, force), reason);
+}
+
+ReleaseOutcome ReleaseService::CarryOut(const ReleaseSubject& s, const ReleasePlan& plan,
+                                        const std::string& reason) {
+  locks::Database& db = db_;
+  const std::string& actor = actor_;
+  if (PlanNeedsStripe(plan) && (stripe_ == nullptr || fulfilment_ == nullptr)) {
+    return StripeUnreachable{"this caller cannot ask Stripe"};
+  }
   if (std::holds_alternative<NothingToRelease>(plan))
     return AlreadyOver{s.state, s.released_reason};
   if (std::holds_alternative<RefuseSold>(plan)) return PaidRefused{"sold", ""};
   if (std::holds_alternative<RefuseRefundOwed>(plan)) return PaidRefused{"refund_pending", ""};
   if (const auto* now = std::get_if<ReleaseNow>(&plan)) {
-    return ReleaseInDatabase(s, reason, now->forced, "", db);
+    return ReleaseInDatabase(s, reason, now->forced, "", db, actor);
   }
   if (std::holds_alternative<ExpireSessionFirst>(plan)) {
-    auto expired = stripe->ExpireCheckoutSession(s.session_id);
+    auto expired = stripe_->ExpireCheckoutSession(s.session_id);
     if (!stripe::ErrorOf(expired)) {
       return ReleaseInDatabase(s, reason, false, std::get<stripe::CheckoutSession>(expired).status,
-                               db);
+                               db, actor);
     }
     const stripe::StripeError& err = *stripe::ErrorOf(expired);
     if (err.Unavailable()) return StripeUnreachable{err.message.empty() ? err.type : err.message};
     // Stripe refused to expire it: it is no longer open. Decide by what it
     // is, never by the refusal's text (STRIPE.md).
   }
-  auto retrieved = stripe->RetrieveCheckoutSession(s.session_id);
+  auto retrieved = stripe_->RetrieveCheckoutSession(s.session_id);
   if (const auto* err = stripe::ErrorOf(retrieved)) {
     if (err->Unavailable())
       return StripeUnreachable{err->message.empty() ? err->type : err->message};
     return StripeRefused{"Stripe answered " + std::to_string(err->http_status) + " " + err->type +
                          ": " + err->message};
   }
-  return Settle(s, std::get<stripe::CheckoutSession>(retrieved), reason, db, *fulfilment);
+  return Settle(s, std::get<stripe::CheckoutSession>(retrieved), reason, db, *fulfilment_, actor);
 }
 
-}  // namespace paintlock::admin
+}  // namespace paintlock::checkout

@@ -7,11 +7,11 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
-namespace paintlock::gateway {
+namespace paintlock::base {
 
 class WideBacklogServer : public httplib::Server {
  public:
   bool WidenBacklog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
 };
 
-}  // namespace paintlock::gateway
+}  // namespace paintlock::base

@@ -21,13 +21,14 @@
 #include <variant>
 #include <vector>
 
+#include "checkout/release.h"
 #include "locks/audit.h"
 #include "locks/catalogue.h"
 #include "locks/reservations.h"
 #include "stripe/client.h"
 #include "webhooks/fulfilment.h"
 
-namespace paintlock::gateway {
+namespace paintlock::checkout {
 
 struct CheckoutStarted {
   std::string reservation_id;
@@ -56,9 +57,10 @@ class Checkout {
  public:
   Checkout(locks::Catalogue& catalogue, locks::ReservationStore& reservations,
            stripe::StripeClient& stripe, webhooks::Fulfilment& fulfilment, locks::AuditLog& audit,
-           CheckoutSettings settings)
+           ReleaseService& release, CheckoutSettings settings)
       : catalogue_(catalogue),
         reservations_(reservations),
+        release_(release),
         stripe_(stripe),
         fulfilment_(fulfilment),
         audit_(audit),
@@ -89,10 +91,11 @@ class Checkout {
 
   locks::Catalogue& catalogue_;
   locks::ReservationStore& reservations_;
+  ReleaseService& release_;
   stripe::StripeClient& stripe_;
   webhooks::Fulfilment& fulfilment_;
   locks::AuditLog& audit_;
   const CheckoutSettings settings_;
 };
 
-}  // namespace paintlock::gateway
+}  // namespace paintlock::checkout

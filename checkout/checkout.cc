@@ -1,11 +1,11 @@
-#include "gateway/checkout.h"
+#include "checkout/checkout.h"
 
 #include <ctime>
 #include <set>
 
-#include "gateway/log.h"
+#include "base/log.h"
 
-namespace paintlock::gateway {
+namespace paintlock::checkout {
 
 namespace {
 
@@ -55,58 +55,62 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart) {
     return Narrow<CheckoutOutcome>(reserved);
   }
   const locks::Granted granted = std::get<locks::Granted>(reserved);
-  LogInfo("reservation_granted", {{"reservation_id", granted.reservation_id},
-                                  {"paintings", cart},
-                                  {"held_until", granted.held_until}});
+  base::LogInfo("reservation_granted", {{"reservation_id", granted.reservation_id},
+                                        {"paintings", cart},
+                                        {"held_until", granted.held_until}});
 
   stripe::CreateSessionParams params;
   params.idempotency_key = granted.reservation_id;
   for (const auto& e : entries) params.line_items.push_back({e.title, e.price_minor, e.currency});
   params.success_url = settings_.success_url;
   params.cancel_url = settings_.cancel_url;
-  params.expires_at_unix = static_cast<std::int64_t>(std::time(nullptr)) + settings_.session_ttl.count();
+  params.expires_at_unix =
+      static_cast<std::int64_t>(std::time(nullptr)) + settings_.session_ttl.count();
   params.client_reference_id = granted.reservation_id;
   params.metadata["reservation_id"] = granted.reservation_id;
   auto created = stripe_.CreateCheckoutSession(params);
   if (const auto* err = stripe::ErrorOf(created)) {
-    LogWarn("stripe_session_failed", {{"reservation_id", granted.reservation_id},
-                                      {"stripe_status", err->http_status},
-                                      {"stripe_type", err->type},
-                                      {"stripe_message", err->message}});
-    auto released = reservations_.Release(granted.reservation_id,
-                                          err->Unavailable() ? "stripe_unavailable" : "stripe_error",
-                                          "gateway");
-    if (std::holds_alternative<locks::DbFailure>(released)) {
+    base::LogWarn("stripe_session_failed", {{"reservation_id", granted.reservation_id},
+                                            {"stripe_status", err->http_status},
+                                            {"stripe_type", err->type},
+                                            {"stripe_message", err->message}});
+    // No session exists (or Stripe cannot say): the release service frees the
+    // paintings now; a session Stripe made anyway is a late payment later.
+    auto released = release_.Release(granted.reservation_id,
+                                     err->Unavailable() ? "stripe_unavailable" : "stripe_error");
+    if (!released || !std::holds_alternative<Released>(*released)) {
       // The hold lapses by itself; nothing is lost but a few minutes.
-      LogWarn("release_after_stripe_failure_failed", {{"reservation_id", granted.reservation_id}});
+      base::LogWarn("release_after_stripe_failure_failed",
+                    {{"reservation_id", granted.reservation_id}});
     }
     return FailureOf(*err);
   }
   const stripe::CheckoutSession& session = std::get<stripe::CheckoutSession>(created);
 
-  auto attached = reservations_.AttachSession(granted.reservation_id, session.id,
-                                              session.expires_at_unix ? session.expires_at_unix
-                                                                      : params.expires_at_unix);
+  auto attached = reservations_.AttachSession(
+      granted.reservation_id, session.id,
+      session.expires_at_unix ? session.expires_at_unix : params.expires_at_unix);
   if (auto* f = std::get_if<locks::DbFailure>(&attached)) {
     // We cannot tell whether it attached: leave the session open. Its webhooks
     // name the reservation in metadata, and a take-over will expire it.
     return *f;
   }
   if (!std::get<bool>(attached)) {
-    LogWarn("reservation_lost_during_stripe_call",
-            {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
+    base::LogWarn("reservation_lost_during_stripe_call",
+                  {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
     auto expired = stripe_.ExpireCheckoutSession(session.id);
     if (stripe::ErrorOf(expired)) {
-      LogWarn("expire_after_lost_reservation_failed", {{"session_id", session.id}});
+      base::LogWarn("expire_after_lost_reservation_failed", {{"session_id", session.id}});
     }
     return WhatIsInTheWay(cart);
   }
-  LogInfo("checkout_started", {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
+  base::LogInfo("checkout_started",
+                {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
   return CheckoutStarted{granted.reservation_id, session.url, granted.held_until};
 }
 
 Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,
-                                         const std::optional<std::string>& buyer_ref) {
+                                          const std::optional<std::string>& buyer_ref) {
   for (int attempt = 1;; ++attempt) {
     locks::ReserveOutcome outcome = reservations_.Reserve(cart, buyer_ref);
     if (auto* takeover = std::get_if<locks::TakeOverNeeded>(&outcome)) {
@@ -125,9 +129,9 @@ Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,
 }
 
 std::optional<CheckoutOutcome> Checkout::TakeOver(const locks::LapsedSession& lapsed) {
-  LogInfo("take_over_attempt", {{"painting", lapsed.painting},
-                                {"reservation_id", lapsed.reservation_id},
-                                {"session_id", lapsed.session_id}});
+  base::LogInfo("take_over_attempt", {{"painting", lapsed.painting},
+                                      {"reservation_id", lapsed.reservation_id},
+                                      {"session_id", lapsed.session_id}});
   auto expired = stripe_.ExpireCheckoutSession(lapsed.session_id);
   stripe::CheckoutSession session;
   if (const auto* err = stripe::ErrorOf(expired)) {
@@ -151,12 +155,12 @@ std::optional<CheckoutOutcome> Checkout::TakeOver(const locks::LapsedSession& la
                             "take-over could not record Stripe's answer"};
   }
   const auto& result = std::get<webhooks::FulfilmentResult>(applied);
-  LogInfo("take_over_decided", {{"painting", lapsed.painting},
-                                {"reservation_id", lapsed.reservation_id},
-                                {"session_id", lapsed.session_id},
-                                {"stripe_status", session.status},
-                                {"payment_status", session.payment_status},
-                                {"outcome", result.outcome}});
+  base::LogInfo("take_over_decided", {{"painting", lapsed.painting},
+                                      {"reservation_id", lapsed.reservation_id},
+                                      {"session_id", lapsed.session_id},
+                                      {"stripe_status", session.status},
+                                      {"payment_status", session.payment_status},
+                                      {"outcome", result.outcome}});
   if (session.status == "expired" || session.status == "open") return std::nullopt;
   // Complete: sold to the first buyer, or still settling a delayed payment.
   return WhatIsInTheWay({lapsed.painting});
@@ -164,21 +168,30 @@ std::optional<CheckoutOutcome> Checkout::TakeOver(const locks::LapsedSession& la
 
 CheckoutOutcome Checkout::TakeOverRefused(const locks::LapsedSession& lapsed,
                                           const stripe::StripeError& error) {
-  LogWarn("take_over_refused", {{"painting", lapsed.painting},
-                                {"reservation_id", lapsed.reservation_id},
-                                {"session_id", lapsed.session_id},
-                                {"stripe_status", error.http_status},
-                                {"stripe_type", error.type}});
+  base::LogWarn("take_over_refused", {{"painting", lapsed.painting},
+                                      {"reservation_id", lapsed.reservation_id},
+                                      {"session_id", lapsed.session_id},
+                                      {"stripe_status", error.http_status},
+                                      {"stripe_type", error.type}});
   locks::AuditEntry entry;
   entry.actor = "take_over";
   entry.action = "take_over_refused";
   entry.reservation_id = lapsed.reservation_id;
   entry.painting_id = lapsed.painting;
   entry.session_id = lapsed.session_id;
-  entry.reason = "Stripe could not confirm the lapsed session is closed; nobody gets the painting yet";
-  entry.details = {{"stripe_status", error.http_status}, {"stripe_type", error.type},
+  entry.reason =
+      "Stripe could not confirm the lapsed session is closed; nobody gets the painting yet";
+  entry.details = {{"stripe_status", error.http_status},
+                   {"stripe_type", error.type},
                    {"stripe_message", error.message}};
-  audit_.Record(entry);
+  // The refusal is still the right answer without its audit entry; a lost
+  // entry is an operator's problem to see, so it is logged as an error.
+  const auto recorded = audit_.Record(entry);
+  if (const auto* f = std::get_if<locks::DbFailure>(&recorded)) {
+    base::LogError("audit_write_failed", {{"action", entry.action},
+                                          {"reservation_id", lapsed.reservation_id},
+                                          {"error", f->detail}});
+  }
   return StripeFailed{true, error.type, error.message};
 }
 
@@ -195,4 +208,4 @@ CheckoutOutcome Checkout::WhatIsInTheWay(const std::vector<std::string>& cart) {
   return locks::DbFailure{locks::DbFailureKind::kContended, "cart changed while reserving"};
 }
 
-}  // namespace paintlock::gateway
+}  // namespace paintlock::checkout

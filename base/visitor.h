@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace paintlock::gateway {
+#include "base/ids.h"
+
+namespace paintlock::base {
 
 // An IPv4 or IPv6 network: "10.0.0.0/8", "192.168.1.7", "::1", "fd00::/8".
 struct Network {
@@ -32,6 +34,12 @@ std::string CanonicalVisitorAddress(const std::string& address);
 
 // Parses a comma-separated list; nullopt (and *bad = the offending item) on error.
 std::optional<std::vector<Network>> ParseNetworks(const std::string& list, std::string* bad);
+
+// The configured visitor key, or (when none is configured) 32 fresh random
+// bytes; nullopt when the random source fails — never a key made of whatever
+// happened to be in memory.
+std::optional<std::string> VisitorKeyOrRandom(const std::string& configured,
+                                              const RandomSource& source = SystemRandom);
 
 class VisitorIdentity {
  public:
@@ -51,4 +59,4 @@ class VisitorIdentity {
   const std::vector<Network> trusted_;
 };
 
-}  // namespace paintlock::gateway
+}  // namespace paintlock::base

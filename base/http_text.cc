@@ -1,0 +1,47 @@
+#include "base/http_text.h"
+
+#include <openssl/crypto.h>
+
+#include <cctype>
+
+namespace paintlock::base {
+
+namespace {
+
+std::string_view TrimSpaces(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::string MediaTypeOf(std::string_view content_type) {
+  return Lower(TrimSpaces(content_type.substr(0, content_type.find(';'))));
+}
+
+std::optional<std::string> CredentialsOf(std::string_view authorization, std::string_view scheme) {
+  if (authorization.size() <= scheme.size() || authorization[scheme.size()] != ' ' ||
+      Lower(authorization.substr(0, scheme.size())) != Lower(scheme)) {
+    return std::nullopt;
+  }
+  std::string_view credentials = TrimSpaces(authorization.substr(scheme.size() + 1));
+  if (credentials.empty()) return std::nullopt;
+  return std::string(credentials);
+}
+
+std::optional<std::string> BearerTokenOf(std::string_view authorization) {
+  return CredentialsOf(authorization, "bearer");
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace paintlock::base

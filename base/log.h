@@ -1,0 +1,71 @@
+// Structured logs: one JSON object per line on stdout, e.g.
+//   {"ts":"2026-12-02T12:00:00.123Z","level":"info","component":"gateway",
+//    "request_id":"7f3a…","event":"reservation_granted","reservation_id":"…"}
+//
+// The request id of the request a thread is serving is kept thread-locally
+// (RequestScope) and added to every line that thread writes, so a request's
+// lines can be found together. Secrets must never be passed as fields. The
+// fields ts, level, component, request_id and event are the logger's own: a
+// caller field with one of those names is written as "field_<name>" instead.
+//
+// Written through spdlog's asynchronous loggers, so no request thread ever
+// waits on stdout: info and debug lines go through a bounded queue that drops
+// the oldest line when stdout cannot keep up (the drops are counted and
+// reported in a warning), and reach stdout within 100 ms, batched into one
+// write(2); warnings and errors go through their own queue that never drops
+// (it blocks instead, and they are rare) and are written at once. FlushLog()
+// and process exit write everything pending. Thread-safe: lines never
+// interleave.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace paintlock::base {
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError, kOff };
+
+// Names the process in every line ("gateway", "paintlockctl", "fake-stripe").
+void SetLogComponent(std::string component);
+// Lines below `level` are dropped. Default: info (PAINTLOCK_LOG_LEVEL).
+void SetLogLevel(LogLevel level);
+bool ParseLogLevel(std::string_view text, LogLevel* out);
+
+void Log(LogLevel level, std::string_view event,
+         const nlohmann::json& fields = nlohmann::json::object());
+inline void LogInfo(std::string_view event,
+                    const nlohmann::json& fields = nlohmann::json::object()) {
+  Log(LogLevel::kInfo, event, fields);
+}
+inline void LogWarn(std::string_view event,
+                    const nlohmann::json& fields = nlohmann::json::object()) {
+  Log(LogLevel::kWarn, event, fields);
+}
+inline void LogError(std::string_view event,
+                     const nlohmann::json& fields = nlohmann::json::object()) {
+  Log(LogLevel::kError, event, fields);
+}
+
+// Sets the calling thread's request id for its lifetime.
+class RequestScope {
+ public:
+  explicit RequestScope(std::string request_id);
+  ~RequestScope();
+  RequestScope(const RequestScope&) = delete;
+  RequestScope& operator=(const RequestScope&) = delete;
+};
+
+// The JSON line Log() would write (without the newline), for tests.
+std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann::json& fields);
+
+// Returns once every line logged before the call is on stdout (bounded wait,
+// about 1 s at most); for harnesses that wait for a line, and before an exit
+// that skips atexit handlers.
+void FlushLog();
+
+const std::string& CurrentRequestId();
+// For servers whose request start and end are separate callbacks.
+void SetCurrentRequestId(std::string request_id);
+
+}  // namespace paintlock::base

@@ -1,0 +1,105 @@
+#include "gateway/middleware.h"
+
+#include <cctype>
+#include <chrono>
+#include <cmath>
+
+#include "base/http_text.h"
+#include "base/ids.h"
+#include "base/log.h"
+#include "gateway/cors.h"
+#include "gateway/http_errors.h"
+#include "locks/database.h"
+
+namespace paintlock::gateway {
+
+namespace {
+
+thread_local std::chrono::steady_clock::time_point t_request_start;
+
+bool SaneRequestId(const std::string& id) {
+  if (id.size() < 8 || id.size() > 64) return false;
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string MediaTypeOf(const httplib::Request& req) {
+  return base::MediaTypeOf(req.get_header_value("Content-Type"));
+}
+
+std::string LoggablePath(const std::string& path) {
+  return path.rfind("/v1/licenses/", 0) == 0 ? std::string("/v1/licenses/(redacted)") : path;
+}
+
+bool RequireApiKey(const Config& config, const httplib::Request& req, httplib::Response& res) {
+  const auto given = base::BearerTokenOf(req.get_header_value("Authorization"));
+  if (!config.api_key.empty() && given && base::ConstantTimeEquals(*given, config.api_key)) {
+    return true;
+  }
+  res.set_header("WWW-Authenticate", "Bearer");
+  WriteError(res, Unauthorized(!config.api_key.empty(),
+                               "Send the API key as Authorization: Bearer <PAINTLOCK_API_KEY>."));
+  return false;
+}
+
+void InstallMiddleware(httplib::Server& server, const Config& config) {
+  server.set_pre_routing_handler([&config](const httplib::Request& req, httplib::Response& res) {
+    std::string id = req.get_header_value("X-Request-Id");
+    if (!SaneRequestId(id)) id = base::NewRequestId();
+    base::SetCurrentRequestId(id);
+    t_request_start = std::chrono::steady_clock::now();
+    res.set_header("X-Request-Id", id);
+    res.set_header("Cache-Control", "no-store");
+    if (ApplyCors(config.allowed_origins, req, res))
+      return httplib::Server::HandlerResponse::Handled;
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    if (base::CurrentRequestId().empty()) return;  // never routed (rejected while reading)
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                                t_request_start)
+                          .count();
+    nlohmann::json fields = {{"method", req.method},
+                             {"path", LoggablePath(req.path)},
+                             {"status", res.status},
+                             {"duration_ms", std::round(ms * 100) / 100}};
+    if (res.status >= 500) {
+      base::LogWarn("request", fields);
+    } else {
+      base::LogInfo("request", fields);
+    }
+    base::SetCurrentRequestId("");
+  });
+
+  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.get_header_value("X-Request-Id").empty()) {
+      std::string id = base::NewRequestId();
+      base::SetCurrentRequestId(id);
+      res.set_header("X-Request-Id", id);
+    }
+    WriteError(res, CannotServe(res.status));
+  });
+
+  server.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        base::LogError("unhandled_exception", {{"path", LoggablePath(req.path)}, {"error", what}});
+        WriteError(res, ErrorFor(locks::DbFailure{locks::DbFailureKind::kInternal, ""}));
+      });
+}
+
+}  // namespace paintlock::gateway

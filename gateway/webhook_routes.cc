@@ -1,0 +1,70 @@
+// POST /v1/webhooks/stripe: verify the Stripe-Signature over the raw body,
+// decode the event once, and apply it: checkout events through the one
+// fulfilment function, subscription events to the licences. 2xx only after
+// the event is applied (or known); 400 for a bad signature or body; 5xx when
+// Stripe should retry (the retry is safe: application is idempotent).
+#include <ctime>
+
+#include "base/log.h"
+#include "gateway/http_errors.h"
+#include "gateway/quota_routes.h"
+#include "gateway/routes.h"
+#include "webhooks/event.h"
+#include "webhooks/signature.h"
+
+namespace paintlock::gateway {
+
+namespace {
+
+void ApplySubscription(QuotaServices& quotas, const webhooks::SubscriptionEvent& event,
+                       httplib::Response& res) {
+  auto applied = quotas.subscriptions.Apply(event);
+  if (const auto* failure = std::get_if<webhooks::SubscriptionFailure>(&applied)) {
+    if (*failure == webhooks::SubscriptionFailure::kNotConfigured) {
+      base::LogWarn("subscription_not_applied",
+                    {{"event_id", event.event_id},
+                     {"why", "PAINTLOCK_LICENSE_SECRET is not set: licences cannot be derived"}});
+    }
+    return WriteError(res, ErrorFor(*failure));
+  }
+  const auto& a = std::get<webhooks::SubscriptionApplied>(applied);
+  WriteJson(res, 200, {{"received", true}, {"handled", true}, {"outcome", a.outcome}});
+}
+
+void StripeWebhook(const Api& api, const httplib::Request& req, httplib::Response& res) {
+  const auto check = webhooks::VerifySignature(
+      req.get_header_value("Stripe-Signature"), req.body, api.config.stripe_webhook_secrets,
+      static_cast<std::int64_t>(std::time(nullptr)), api.config.webhook_tolerance.count());
+  if (check != webhooks::SignatureCheck::kValid) {
+    base::LogWarn("webhook_rejected", {{"reason", webhooks::ToString(check)}});
+    return WriteError(res, ErrorFor(check));
+  }
+  std::string problem;
+  auto event = webhooks::DecodeEvent(req.body, &problem);
+  if (!event) {
+    base::LogWarn("webhook_malformed", {{"error", problem}});
+    return WriteError(res, MalformedEvent(problem));
+  }
+  if (event->subscription && api.services.quotas) {
+    return ApplySubscription(*api.services.quotas, *event->subscription, res);
+  }
+  if (!webhooks::IsHandledType(event->type)) {
+    base::LogInfo("webhook_ignored", {{"event_id", event->id}, {"event_type", event->type}});
+    return WriteJson(res, 200, {{"received", true}, {"handled", false}});
+  }
+  auto applied = api.services.fulfilment.Apply(event->session, event->id, event->type, "webhook");
+  if (auto* failure = std::get_if<webhooks::FulfilmentFailure>(&applied)) {
+    return WriteError(res, ErrorFor(*failure));
+  }
+  const auto& result = std::get<webhooks::FulfilmentResult>(applied);
+  WriteJson(res, 200, {{"received", true}, {"handled", true}, {"outcome", result.outcome}});
+}
+
+}  // namespace
+
+void InstallWebhookRoutes(httplib::Server& server, const Api& api) {
+  server.Post("/v1/webhooks/stripe",
+              [&api](const auto& req, auto& res) { StripeWebhook(api, req, res); });
+}
+
+}  // namespace paintlock::gateway

@@ -1,0 +1,2 @@
+// A deliberate layer violation: the layer check must refuse it.
+#include "gateway/server.h"
