@@ -1,5 +1,7 @@
 #include "base/log.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/async.h>
 #include <spdlog/async_logger.h>
 #include <spdlog/details/thread_pool.h>
@@ -83,14 +85,21 @@ struct Loggers {
 
 Loggers& L() {
   static Loggers* loggers = [] {
+    // The logger's threads never take a process signal: a process that waits
+    // for SIGTERM with sigwait() must be the one to receive it, whenever the
+    // first line was logged.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous);
     auto* l = new Loggers;
-    std::atexit([] { FlushLog(); });
     std::thread([] {
       for (;;) {
         std::this_thread::sleep_for(kFlushInterval);
         L().info->flush();  // posted behind the queued lines: writes them in order
       }
     }).detach();
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    std::atexit([] { FlushLog(); });
     return l;
   }();
   return *loggers;

@@ -76,9 +76,9 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart) {
                                             {"stripe_message", err->message}});
     // No session exists (or Stripe cannot say): the release service frees the
     // paintings now; a session Stripe made anyway is a late payment later.
-    auto released = release_.Release(granted.reservation_id,
-                                     err->Unavailable() ? "stripe_unavailable" : "stripe_error");
-    if (!released || !std::holds_alternative<Released>(*released)) {
+    auto released = release_.Undo(granted.reservation_id,
+                                  err->Unavailable() ? "stripe_unavailable" : "stripe_error");
+    if (std::holds_alternative<locks::DbFailure>(released)) {
       // The hold lapses by itself; nothing is lost but a few minutes.
       base::LogWarn("release_after_stripe_failure_failed",
                     {{"reservation_id", granted.reservation_id}});

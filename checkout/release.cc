@@ -169,6 +169,14 @@ locks::DbResult<std::optional<ReleaseSubject>> ReleaseService::Load(
   });
 }
 
+locks::DbResult<bool> ReleaseService::Undo(const std::string& reservation_id,
+                                           const std::string& reason_code) {
+  locks::ReservationStore store(db_, std::chrono::seconds(0));
+  auto released = store.Release(reservation_id, reason_code, actor_);
+  if (auto* f = std::get_if<locks::DbFailure>(&released)) return *f;
+  return std::get<locks::ReleaseOutcome>(released).result == locks::ReleaseResult::kReleased;
+}
+
 std::optional<ReleaseOutcome> ReleaseService::Release(const std::string& reservation_id,
                                                       const std::string& reason, bool force) {
   auto loaded = Load(reservation_id);

@@ -111,6 +111,12 @@ class ReleaseService {
   ReleaseOutcome CarryOut(const ReleaseSubject& subject, const ReleasePlan& plan,
                           const std::string& reason);
 
+  // Undoes a reservation this process made a moment ago and never attached
+  // to a Stripe session (the session could not be created): released at once
+  // with `reason_code` (stripe_unavailable, stripe_error) as its reason. A
+  // session Stripe made anyway is then a late payment (accepted or refunded).
+  locks::DbResult<bool> Undo(const std::string& reservation_id, const std::string& reason_code);
+
   // Load, PlanRelease and CarryOut in one; nullopt for an unknown reservation.
   std::optional<ReleaseOutcome> Release(const std::string& reservation_id,
                                         const std::string& reason, bool force = false);
