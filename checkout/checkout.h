@@ -1,4 +1,4 @@
-// The checkout flow behind the storefront's "buy" button (DESIGN.md, Flows).
+// The checkout flow behind the storefront's "buy" button (docs/ARCHITECTURE.md, Flows).
 //
 //  1. Read the cart's catalogue entries (prices and names come from here,
 //     never from the request).

@@ -3,7 +3,7 @@
 // by the checkout when Stripe fails before a session exists, and by
 // `paintlockctl release`.
 //
-// The order is the gateway's take-over order (DESIGN.md, "Take-over"):
+// The order is the gateway's take-over order (docs/ARCHITECTURE.md, "Take-over"):
 //  1. Read the reservation: its state and the fence of each of its items.
 //  2. Expire its Stripe session, so that the buyer can no longer pay. If
 //     Stripe says the session is complete, apply that through

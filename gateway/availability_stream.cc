@@ -63,7 +63,9 @@ int AvailabilityStream::Update(const std::vector<Availability>& read) {
 AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t after,
                                                                std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
+  ++waiting_;
   changed_.wait_for(lock, wait, [&] { return closed_ || seq_ > after; });
+  --waiting_;
   Changes out;
   out.closed = closed_;
   out.upto = std::max(after, seq_);
@@ -74,6 +76,11 @@ AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t aft
   std::sort(out.items.begin(), out.items.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
+}
+
+int AvailabilityStream::WaitingReaders() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
 }
 
 std::uint64_t AvailabilityStream::ResumePoint(const std::string& last_event_id) const {

@@ -90,6 +90,9 @@ class AvailabilityStream {
   // Streams open now (for /readyz and the leak tests).
   int OpenStreams() const;
 
+  // Readers blocked in WaitForChanges right now (tests await a waiting reader).
+  int WaitingReaders() const;
+
   // Ends every stream (now, and any opened later): call before stopping the
   // HTTP server so it does not wait for them.
   void Close();
@@ -110,6 +113,7 @@ class AvailabilityStream {
   std::uint64_t seq_ = 0;                                                // guarded by mu_
   bool closed_ = false;                                                  // guarded by mu_
   int open_ = 0;                                                         // guarded by mu_
+  int waiting_ = 0;                                                      // guarded by mu_
 };
 
 }  // namespace paintlock::gateway

@@ -71,8 +71,13 @@ TEST_CASE("storefront: a waiting reader wakes on a change and on Close") {
   AvailabilityStreamOptions options;
   AvailabilityStream board(options);
   CHECK(board.epoch().size() == 12);
+  // The writer acts only once the reader is blocked, so the wake-up is what
+  // is tested (not a change that was already there when the reader came).
+  auto once_waiting = [&] {
+    while (board.WaitingReaders() == 0) std::this_thread::yield();
+  };
   std::thread writer([&] {
-    std::this_thread::sleep_for(milliseconds(20));
+    once_waiting();
     board.Update({{"p1", "sold", ""}});
   });
   auto c = board.WaitForChanges(0, milliseconds(10000));
@@ -80,7 +85,7 @@ TEST_CASE("storefront: a waiting reader wakes on a change and on Close") {
   CHECK(Ids(c) == std::vector<std::string>{"p1:sold"});
 
   std::thread closer([&] {
-    std::this_thread::sleep_for(milliseconds(20));
+    once_waiting();
     board.Close();
   });
   auto closed = board.WaitForChanges(c.upto, milliseconds(10000));

@@ -174,7 +174,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
       c.log_level = *v;
     }
   }
-  // Issue 7: rate-limit buckets and the checkout limit (locks/CREDITS.md).
+  // Rate-limit buckets and the checkout limit (locks/CREDITS.md).
   if (auto v = r.Get("PAINTLOCK_RATE_LIMITS")) {
     std::string bad;
     auto buckets = locks::ParseRateBuckets(*v, &bad);
@@ -188,7 +188,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
       c.checkout_rate_limit = *v == "on";
     }
   }
-  // Issue 6: daily quotas and licences (locks/QUOTAS.md).
+  // Daily quotas and licences (locks/QUOTAS.md).
   if (auto v = r.Get("PAINTLOCK_QUOTAS")) {
     std::vector<std::string> bad;
     if (auto quotas = locks::ParseQuotaPolicies(*v, &bad)) c.quotas = std::move(*quotas);
@@ -199,7 +199,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
     else c.license_secret = *v;
   }
   r.Seconds("PAINTLOCK_LICENSE_CACHE_SECONDS", 0, 3600, &c.license_cache_max_age);
-  // Issue 5: CORS, the unavailable page, the availability stream.
+  // CORS, the unavailable page, the availability stream.
   if (auto v = r.Get("PAINTLOCK_ALLOWED_ORIGINS")) {
     std::string bad;
     if (auto origins = ParseAllowedOrigins(*v, &bad)) c.allowed_origins = std::move(*origins);

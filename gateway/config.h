@@ -53,19 +53,19 @@ struct Config {
   std::string trusted_proxies;  // comma-separated IPs/CIDRs allowed to set X-Forwarded-For
   std::string log_level = "info";
 
-  // Issue 7 (locks/CREDITS.md): named token buckets for /v1/ratelimits and the
+  // Named token buckets (locks/CREDITS.md) for /v1/ratelimits and the
   // per-visitor checkout limit, which takes from the "checkout" bucket (always
   // defined: locks::kDefaultRateLimits unless PAINTLOCK_RATE_LIMITS names it).
   std::vector<locks::RateBucket> rate_buckets = locks::WithDefaultBuckets({});
   bool checkout_rate_limit = true;  // PAINTLOCK_CHECKOUT_RATE_LIMIT=off: no per-visitor limit
 
-  // Issue 6 (locks/QUOTAS.md): daily quotas per visitor, and the licences
+  // Daily quotas per visitor (locks/QUOTAS.md), and the licences
   // that lift them. An empty licence secret: subscription webhooks answer 503.
   std::vector<locks::QuotaPolicy> quotas = locks::DefaultQuotaPolicies();  // PAINTLOCK_QUOTAS
   std::string license_secret;                    // PAINTLOCK_LICENSE_SECRET, >= 32 chars
   std::chrono::seconds license_cache_max_age{45};  // PAINTLOCK_LICENSE_CACHE_SECONDS
 
-  // Issue 5 (fixtures/storefront/README.md): the storefront side.
+  // The storefront side (fixtures/storefront/README.md).
   std::vector<std::string> allowed_origins;  // PAINTLOCK_ALLOWED_ORIGINS: exact origins given CORS
   std::string unavailable_url;  // PAINTLOCK_UNAVAILABLE_URL: a form post that loses gets a 303 here
   // PAINTLOCK_MAX_STREAMS: open availability streams; more get 503. Each holds

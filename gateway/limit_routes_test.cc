@@ -1,4 +1,4 @@
-// The gateway settings of issue 7, as ParseConfig reads them.
+// The rate-limit settings, as ParseConfig reads them.
 #include "gateway/limit_routes.h"
 
 #include <doctest/doctest.h>

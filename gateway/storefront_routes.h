@@ -1,4 +1,4 @@
-// The storefront side of the gateway (issue 5, fixtures/storefront/README.md):
+// The storefront side of the gateway (fixtures/storefront/README.md):
 //   GET /paintlock.js          the drop-in checkout-button script; its source is
 //                              gateway/paintlock.js, compiled into the binary so
 //                              the script always matches the API it calls

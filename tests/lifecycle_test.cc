@@ -1,7 +1,7 @@
-// The Stripe session lifecycle end to end (issue 3): webhooks from the fake
+// The Stripe session lifecycle end to end: webhooks from the fake
 // Stripe and hand-made signed events, take-over of lapsed holds, late and
 // delayed payments, the success page, and crashes. Every test ends by
-// checking DESIGN.md's invariants in SQL.
+// checking the invariants of docs/ARCHITECTURE.md in SQL.
 #include <doctest/doctest.h>
 
 #include <algorithm>

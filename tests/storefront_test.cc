@@ -1,4 +1,4 @@
-// The storefront side (issue 5) end to end: CORS on the public endpoints, the
+// The storefront side end to end: CORS on the public endpoints, the
 // form-post paths, /paintlock.js, and the live availability stream across two
 // gateway processes sharing one database, with real PostgreSQL LISTEN/NOTIFY.
 #include <arpa/inet.h>

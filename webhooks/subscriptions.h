@@ -7,7 +7,7 @@
 // id in stripe_events, and order-safe — a licence shows the subscription
 // data of the newest event by its `created` time, and a cancellation is
 // final. So events applied twice, or in any order, leave the same licence as
-// applied once in order (DESIGN.md invariant 4).
+// applied once in order (docs/ARCHITECTURE.md invariant 4).
 //
 // The licence key is derived here from PAINTLOCK_LICENSE_SECRET and the
 // subscription id (locks/licenses.h); only its SHA-256 reaches the database.

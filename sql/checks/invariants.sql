@@ -1,4 +1,4 @@
--- DESIGN.md's invariants, as far as SQL can see them. Each row is a violation:
+-- the invariants of docs/ARCHITECTURE.md, as far as SQL can see them. Each row is a violation:
 -- (invariant, detail). The test harness runs this after every test; an empty
 -- result means the database is in a state paintlock promises.
 
