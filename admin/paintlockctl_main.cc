@@ -9,6 +9,7 @@
 #include "admin/commands.h"
 #include "admin/environment.h"
 #include "base/log.h"
+#include "base/version.h"
 
 int main(int argc, char** argv) {
   using namespace paintlock;
@@ -20,6 +21,10 @@ int main(int argc, char** argv) {
   admin::RegisterAllCommands(registry);
   admin::AdminEnvironment env(base::ProcessEnv);
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--version") {
+    std::cout << "paintlockctl " << base::kVersion << "\n";
+    return 0;
+  }
   const int code = registry.Run(args, env, std::cout, std::cerr);
   std::cout.flush();
   return code;

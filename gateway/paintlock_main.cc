@@ -15,6 +15,7 @@
 #include "gateway/config.h"
 #include "base/wide_backlog_server.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "gateway/limit_routes.h"
 #include "gateway/quota_routes.h"
 #include "gateway/server.h"
@@ -38,7 +39,7 @@ using namespace paintlock;
 namespace {
 
 constexpr const char* kUsage =
-    "Usage: paintlock [--help]\n"
+    "Usage: paintlock [--help] [--version]\n"
     "\n"
     "The paintlock checkout gateway: all-or-nothing painting reservations on PostgreSQL and\n"
     "Stripe Checkout Sessions. Configured entirely by environment variables; apply the\n"
@@ -56,6 +57,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << kUsage << gateway::ConfigHelp();
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::cout << "paintlock " << base::kVersion << "\n";
       return 0;
     }
     std::fprintf(stderr, "paintlock: unknown argument \"%s\" (see --help)\n", argv[i]);
