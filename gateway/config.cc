@@ -217,6 +217,15 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems) {
   }
   r.Integer("PAINTLOCK_MAX_STREAMS", 0, 2000, "a whole number", &c.max_streams);
   r.Seconds("PAINTLOCK_STREAM_HEARTBEAT_SECONDS", 1, 300, &c.stream_heartbeat);
+  // The HTTP edge (gateway/edge/edge_server.h).
+  r.Seconds("PAINTLOCK_REQUEST_DEADLINE_SECONDS", 1, 300, &c.request_deadline);
+  r.Seconds("PAINTLOCK_IDLE_TIMEOUT_SECONDS", 1, 3600, &c.idle_timeout);
+  int max_header = static_cast<int>(c.max_header_bytes);
+  r.Integer("PAINTLOCK_MAX_HEADER_BYTES", 1024, 1024 * 1024, "a number of bytes", &max_header);
+  c.max_header_bytes = static_cast<std::size_t>(max_header);
+  r.Integer("PAINTLOCK_MAX_CONNECTIONS", 16, 1000000, "a whole number", &c.max_connections);
+  r.Integer("PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS", 1, 1000000, "a whole number",
+            &c.max_connections_per_address);
   return c;
 }
 
@@ -231,7 +240,15 @@ std::string ConfigHelp() {
   PAINTLOCK_HOLD_SECONDS            how long a reservation holds its paintings (default 420)
   PAINTLOCK_SESSION_SECONDS         Stripe session lifetime, 1860..86400 (default 2100)
   PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS  hold while a delayed payment settles (default 1209600)
-  PAINTLOCK_HTTP_THREADS            HTTP worker threads (default 64)
+  PAINTLOCK_HTTP_THREADS            HTTP worker threads: requests being handled at once (default 64)
+  PAINTLOCK_REQUEST_DEADLINE_SECONDS  a request must arrive whole (headers and body) this long
+                                    after its first byte, else 408 and close, 1..300 (default 10)
+  PAINTLOCK_IDLE_TIMEOUT_SECONDS    an idle keep-alive connection is closed after this, 1..3600
+                                    (default 5)
+  PAINTLOCK_MAX_HEADER_BYTES        largest request line + headers, else 431 (default 16384)
+  PAINTLOCK_MAX_CONNECTIONS         open connections in all, beyond: 503 (default 4096)
+  PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS  open connections per client IP, beyond: 503 at once;
+                                    PAINTLOCK_TRUSTED_PROXIES are exempt (default 64)
   PAINTLOCK_DB_POOL                 PostgreSQL connections (default 32)
   PAINTLOCK_DB_LOCK_TIMEOUT_MS      lock_timeout (default 1000)
   PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
@@ -257,8 +274,7 @@ std::string ConfigHelp() {
   PAINTLOCK_UNAVAILABLE_URL         a form post that loses its painting is sent here (303) with
                                     ?painting=&code=&free_at= (default: a small HTML page)
   PAINTLOCK_MAX_STREAMS             open /v1/paintings/stream connections, 0..2000 (default 200);
-                                    more get 503. Each holds a worker thread: the pool has
-                                    PAINTLOCK_HTTP_THREADS + PAINTLOCK_MAX_STREAMS threads
+                                    more get 503. They hold no worker thread
   PAINTLOCK_STREAM_HEARTBEAT_SECONDS  comment line on an idle stream, 1..300 (default 15)
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)

@@ -67,10 +67,17 @@ struct Config {
   // Issue 5 (fixtures/storefront/README.md): the storefront side.
   std::vector<std::string> allowed_origins;  // PAINTLOCK_ALLOWED_ORIGINS: exact origins given CORS
   std::string unavailable_url;  // PAINTLOCK_UNAVAILABLE_URL: a form post that loses gets a 303 here
-  // PAINTLOCK_MAX_STREAMS: open availability streams; more get 503. Each holds
-  // a worker thread, so the pool has http_threads + max_streams threads.
+  // PAINTLOCK_MAX_STREAMS: open availability streams; more get 503. They are
+  // served by the edge's reactor and hold no worker thread.
   int max_streams = 200;
   std::chrono::seconds stream_heartbeat{15};  // PAINTLOCK_STREAM_HEARTBEAT_SECONDS
+
+  // The HTTP edge (gateway/edge/edge_server.h).
+  std::chrono::seconds request_deadline{10};  // PAINTLOCK_REQUEST_DEADLINE_SECONDS: first byte → whole request
+  std::chrono::seconds idle_timeout{5};       // PAINTLOCK_IDLE_TIMEOUT_SECONDS: idle keep-alive
+  std::size_t max_header_bytes = 16 * 1024;   // PAINTLOCK_MAX_HEADER_BYTES
+  int max_connections = 4096;                 // PAINTLOCK_MAX_CONNECTIONS
+  int max_connections_per_address = 64;       // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;

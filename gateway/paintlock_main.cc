@@ -13,6 +13,7 @@
 #include "gateway/availability_stream_listener.h"
 #include "gateway/checkout.h"
 #include "gateway/config.h"
+#include "gateway/edge/edge_server.h"
 #include "gateway/listener.h"
 #include "gateway/log.h"
 #include "gateway/server.h"
@@ -129,7 +130,16 @@ int main(int argc, char** argv) {
   gateway::VisitorIdentity visitors(visitor_key,
                                     *gateway::ParseNetworks(config.trusted_proxies, &bad_network));
 
-  gateway::WideBacklogServer server;
+  gateway::edge::EdgeOptions edge_options;
+  edge_options.request_deadline = config.request_deadline;
+  edge_options.idle_timeout = config.idle_timeout;
+  edge_options.max_header_bytes = config.max_header_bytes;
+  edge_options.max_body_bytes = config.max_body_bytes;
+  edge_options.max_connections = config.max_connections;
+  edge_options.max_connections_per_address = config.max_connections_per_address;
+  edge_options.unlimited_addresses = *gateway::ParseNetworks(config.trusted_proxies, &bad_network);
+  edge_options.workers = config.http_threads;
+  gateway::edge::EdgeServer server(edge_options);
   gateway::Services services{*db, catalogue, reservations, checkout, fulfilment, *stripe_client, visitors};
   // Issue 7: credit holds, rate limits, leases, and the per-visitor checkout limit.
   locks::CreditStore credits(*db);
@@ -170,6 +180,7 @@ int main(int argc, char** argv) {
   gateway::AvailabilityStream availability(stream_options);
   gateway::AvailabilityListener availability_listener(
       {config.database_url, config.db_statement_timeout}, availability);
+  availability.SetChangeObserver([&server] { server.WakePushStreams(); });
   availability_listener.Start();
   services.availability = &availability;
   gateway::HttpApi api(config, services);

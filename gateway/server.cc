@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "gateway/cors.h"
+#include "gateway/edge/static_files.h"
 #include "gateway/http_errors.h"
 #include "gateway/log.h"
 #include "gateway/request_parsing.h"
@@ -87,10 +88,8 @@ std::string ReplaceAll(std::string s, const std::string& from, const std::string
 }  // namespace
 
 void HttpApi::Install(httplib::Server& server) {
-  // Issue 5: every open availability stream holds a thread; they get their
-  // own max_streams so they can never starve checkouts.
-  const int threads = config_.http_threads + (s_.availability ? config_.max_streams : 0);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Connections, workers and framing limits are the edge's
+  // (gateway/edge/edge_server.h); these settings hold for a plain httplib::Server.
   server.set_payload_max_length(config_.max_body_bytes);
   server.set_keep_alive_max_count(100000);
   // httplib 0.11 lets an idle keep-alive connection hold its worker (and a
@@ -188,7 +187,9 @@ void HttpApi::Install(httplib::Server& server) {
   if (s_.quotas) InstallQuotaRoutes(server, config_, *s_.quotas, s_.visitors);  // issue 6
 
   if (!config_.storefront_dir.empty()) {
-    server.set_mount_point("/shop", config_.storefront_dir);
+    if (!edge::InstallStaticFiles(server, "/shop", config_.storefront_dir)) {
+      LogWarn("storefront_dir_missing", {{"dir", config_.storefront_dir}});
+    }
     server.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_redirect("/shop/", 303);
     });
