@@ -144,6 +144,8 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* problems) {
   }
   r.Integer("STRIPE_MAX_RETRIES", 0, 10, "a whole number", &c.stripe_max_retries);
   r.Millis("STRIPE_TIMEOUT_MS", 100, 120000, &c.stripe_timeout);
+  r.Millis("STRIPE_DEADLINE_MS", 100, 300000, &c.stripe_deadline);
+  r.Integer("PAINTLOCK_STRIPE_MAX_WAITING", 1, 4096, "a whole number", &c.stripe_max_waiting);
   r.Seconds("STRIPE_WEBHOOK_TOLERANCE_SECONDS", 1, 3600, &c.webhook_tolerance);
 
   if (auto v = r.Get("PAINTLOCK_API_KEY")) {
@@ -283,6 +285,9 @@ std::string ConfigHelp() {
   STRIPE_WEBHOOK_TOLERANCE_SECONDS  signature age limit (default 300)
   STRIPE_MAX_RETRIES                retries on network errors, 409, 429, 5xx (default 2)
   STRIPE_TIMEOUT_MS                 read timeout per Stripe request (default 20000)
+  STRIPE_DEADLINE_MS                one Stripe call, retries included, ends by then (default 10000)
+  PAINTLOCK_STRIPE_MAX_WAITING      requests waiting on Stripe at once; beyond: 503
+                                    stripe_unavailable with Retry-After (default 16)
 )";
 }
 

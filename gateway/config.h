@@ -32,6 +32,9 @@ struct Config {
   std::vector<std::string> stripe_webhook_secrets;
   int stripe_max_retries = 2;
   std::chrono::milliseconds stripe_timeout{20000};
+  // STRIPE_DEADLINE_MS: one Stripe call, retries included, never takes longer.
+  std::chrono::milliseconds stripe_deadline{10000};
+  int stripe_max_waiting = 16;  // PAINTLOCK_STRIPE_MAX_WAITING (gateway/stripe_budget.h)
   std::chrono::seconds webhook_tolerance{300};
 
   std::string api_key;  // server-to-server endpoints; empty: they answer 401

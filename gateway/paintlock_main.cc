@@ -17,6 +17,7 @@
 #include "gateway/listener.h"
 #include "gateway/log.h"
 #include "gateway/server.h"
+#include "gateway/stripe_budget.h"
 #include "locks/audit.h"
 #include "locks/catalogue.h"
 #include "locks/credits.h"
@@ -104,8 +105,11 @@ int main(int argc, char** argv) {
   stripe_options.ca_file = config.stripe_ca_file;
   stripe_options.read_timeout = config.stripe_timeout;
   stripe_options.max_retries = config.stripe_max_retries;
-  auto stripe_client = stripe::HttpsStripeClient::Create(stripe_options, &error);
-  if (!stripe_client) return Fail("Stripe settings: " + error);
+  stripe_options.deadline = config.stripe_deadline;
+  auto https_stripe = stripe::HttpsStripeClient::Create(stripe_options, &error);
+  if (!https_stripe) return Fail("Stripe settings: " + error);
+  auto stripe_client =
+      std::make_unique<gateway::StripeBudget>(*https_stripe, config.stripe_max_waiting);
 
   locks::Catalogue catalogue(*db);
   locks::ReservationStore reservations(*db, config.hold_ttl);

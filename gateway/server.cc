@@ -92,9 +92,8 @@ void HttpApi::Install(httplib::Server& server) {
   // (gateway/edge/edge_server.h); these settings hold for a plain httplib::Server.
   server.set_payload_max_length(config_.max_body_bytes);
   server.set_keep_alive_max_count(100000);
-  // httplib 0.11 lets an idle keep-alive connection hold its worker (and a
-  // SIGTERM drain) until this timeout: keep it short.
-  server.set_keep_alive_timeout(5);
+  // Announced in Keep-Alive headers; the edge closes idle connections after it.
+  server.set_keep_alive_timeout(static_cast<time_t>(config_.idle_timeout.count()));
   server.set_read_timeout(10, 0);
   server.set_write_timeout(10, 0);
   server.set_tcp_nodelay(true);

@@ -64,8 +64,8 @@ class RawClient {
   }
 
   // Reads until one whole response (head + Content-Length body, or the head
-  // alone when `head_only`) has arrived, the connection ends, or `timeout`
-  // passes. Returns the status, 0 when no full head came.
+  // alone when `head_only`, leaving what follows for WaitFor) has arrived, the connection ends, or
+  // `timeout` passes. Returns the status, 0 when no full head came.
   int ReadResponse(milliseconds timeout, bool head_only = false) {
     const auto deadline = Clock::now() + timeout;
     for (;;) {
@@ -76,8 +76,8 @@ class RawClient {
         const auto cl = Lower(head_).find("content-length: ");
         const size_t length = cl == std::string::npos ? 0 : std::stoul(head_.substr(cl + 16));
         if (head_only || raw_.size() >= end + 4 + length) {
-          body_ = raw_.substr(end + 4, head_only ? std::string::npos : length);
-          raw_.erase(0, head_only ? raw_.size() : end + 4 + length);
+          body_ = head_only ? "" : raw_.substr(end + 4, length);
+          raw_.erase(0, end + 4 + (head_only ? 0 : length));
           return status;
         }
       }
@@ -493,5 +493,53 @@ TEST_CASE(
   CHECK(answered == 12);
   // The streams saw the buyer's holds.
   CHECK(streams.front()->WaitFor("\"id\":\"p12\",\"state\":\"reserved\"", milliseconds(10000)));
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "edge: a hung Stripe holds at most PAINTLOCK_STRIPE_MAX_WAITING workers: excess checkouts get "
+    "503 at once, other requests are served") {
+  TestDatabase db;
+  FakeStripe stripe;
+  stripe.Control(
+      "POST", "/_test/faults",
+      {{"delay_next", 100}, {"delay_ms", 30000}, {"path_prefix", "/v1/checkout/sessions"}});
+  Gateway gw(db, stripe.base(),
+             {{{"PAINTLOCK_HTTP_THREADS", "4"},
+               {"PAINTLOCK_STRIPE_MAX_WAITING", "2"},
+               {"STRIPE_DEADLINE_MS", "8000"},
+               {"STRIPE_TIMEOUT_MS", "20000"},
+               {"STRIPE_MAX_RETRIES", "0"},
+               {"PAINTLOCK_CHECKOUT_RATE_LIMIT", "off"}}});
+  constexpr int kBuyers = 8;
+  std::vector<Reply> replies(kBuyers);
+  std::atomic<int> answered{0};
+  std::vector<std::thread> buyers;
+  for (int i = 0; i < kBuyers; ++i) {
+    buyers.emplace_back([&, i] {
+      replies[i] =
+          PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p" + std::to_string(i + 1)}}});
+      ++answered;
+    });
+  }
+  // Two checkouts wait on Stripe (until STRIPE_DEADLINE_MS); the other six
+  // are refused without waiting.
+  REQUIRE(Eventually([&] { return answered.load() >= kBuyers - 2; }, milliseconds(20000)));
+  // Two workers are hung on Stripe; the other two serve everyone else, long
+  // before the hung calls' deadline.
+  RawClient client(gw.port());
+  REQUIRE(client.Send("GET /v1/paintings HTTP/1.1\r\nHost: x\r\n\r\n"));
+  CHECK(client.ReadResponse(milliseconds(4000)) == 200);
+  // The hung two end at STRIPE_DEADLINE_MS, before the 20 s read timeout and the fake's 30 s.
+  for (auto& t : buyers) t.join();
+  for (const auto& r : replies) {
+    CAPTURE(r.body);
+    CHECK(r.status == 503);
+    CHECK(r.json.value("code", "") == "stripe_unavailable");
+    CHECK(!r.Header("Retry-After").empty());
+  }
+  CHECK(gw.process().Log().find("\"event\":\"stripe_budget_full\"") != std::string::npos);
+  // Nothing stays held for a checkout that could not start.
+  CHECK(db.Scalar("SELECT count(*) FROM reservations WHERE state = 'held'") == "0");
   CheckInvariants(db);
 }
