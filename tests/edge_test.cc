@@ -231,7 +231,8 @@ TEST_CASE("edge: a chunked 10 MB body gets 413 and the gateway's memory stays bo
     CHECK(codes[i] == "request_too_large");
   }
   const long after = PeakRssKb(gw);
-  INFO("VmHWM before " << before << " kB, after " << after << " kB");
+  MESSAGE("gateway VmHWM before " << before << " kB, after four 10 MiB chunked bodies " << after
+                                  << " kB");
   CHECK(after - before < 20 * 1024);
   CHECK(Request(gw.base(), "GET", "/v1/paintings").status == 200);
 }
