@@ -24,7 +24,7 @@ cmake_policy(SET CMP0057 NEW)  # IN_LIST in script mode
 if(CMAKE_SCRIPT_MODE_FILE)
   set(violations "")
   foreach(layer ${PAINTLOCK_LAYERS})
-    file(GLOB sources ${SOURCE_DIR}/${layer}/*.h ${SOURCE_DIR}/${layer}/*.cc)
+    file(GLOB_RECURSE sources ${SOURCE_DIR}/${layer}/*.h ${SOURCE_DIR}/${layer}/*.cc)
     foreach(source ${sources})
       file(STRINGS ${source} includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"[^\"]+\"")
       foreach(line ${includes})

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "gateway/edge/edge_server.h"
 #include "gateway/http_errors.h"
 #include "base/ids.h"
 #include "base/log.h"
@@ -40,6 +41,47 @@ class AvailabilityStream::Slot {
   AvailabilityStream& stream_;
 };
 
+namespace {
+
+struct Cursor {
+  std::uint64_t after = 0;
+  bool started = false;
+  std::chrono::steady_clock::time_point last_write;
+};
+
+}  // namespace
+
+// A stream after its first bytes, pulled by the edge's reactor. Owns the
+// slot: the reactor destroys it the moment the client is gone.
+class AvailabilityStream::Pushed : public edge::PushStream {
+ public:
+  Pushed(AvailabilityStream& stream, std::shared_ptr<Slot> slot, std::shared_ptr<Cursor> cursor)
+      : stream_(stream), slot_(std::move(slot)), cursor_(std::move(cursor)) {}
+
+  std::string Next(std::chrono::steady_clock::time_point now, bool* end) override {
+    Changes changes = stream_.WaitForChanges(cursor_->after, std::chrono::milliseconds(0));
+    if (changes.closed) {
+      *end = true;
+      return "";
+    }
+    std::string out;
+    for (const auto& [seq, a] : changes.items) {
+      out += FormatAvailabilityEvent(stream_.options_.epoch, seq, a);
+    }
+    cursor_->after = changes.upto;
+    if (out.empty() && now - cursor_->last_write >= stream_.options_.heartbeat) {
+      out = ": heartbeat\n\n";
+    }
+    if (!out.empty()) cursor_->last_write = now;
+    return out;
+  }
+
+ private:
+  AvailabilityStream& stream_;
+  std::shared_ptr<Slot> slot_;
+  std::shared_ptr<Cursor> cursor_;
+};
+
 AvailabilityStream::AvailabilityStream(AvailabilityStreamOptions options)
     : options_(std::move(options)) {
   if (options_.epoch.empty()) options_.epoch = RandomEpoch();
@@ -56,7 +98,10 @@ int AvailabilityStream::Update(const std::vector<Availability>& read) {
       ++changed;
     }
   }
-  if (changed > 0) changed_.notify_all();
+  if (changed > 0) {
+    changed_.notify_all();
+    NotifyObserver();
+  }
   return changed;
 }
 
@@ -126,6 +171,21 @@ void AvailabilityStream::Close() {
     closed_ = true;
   }
   changed_.notify_all();
+  NotifyObserver();
+}
+
+void AvailabilityStream::SetChangeObserver(std::function<void()> observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observer_ = std::move(observer);
+}
+
+void AvailabilityStream::NotifyObserver() {
+  std::function<void()> observer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    observer = observer_;
+  }
+  if (observer) observer();
 }
 
 void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& res) {
@@ -141,16 +201,28 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
     return WriteError(res, TooManyStreams());
   }
   auto slot = std::make_shared<Slot>(*this);
-  struct Cursor {
-    std::uint64_t after = 0;
-    bool started = false;
-    std::chrono::steady_clock::time_point last_write;
-  };
   auto cursor = std::make_shared<Cursor>();
   cursor->after = ResumePoint(req.get_header_value("Last-Event-ID"));
   base::LogInfo("stream_opened", {{"open_streams", OpenStreams()}, {"resume_after", cursor->after}});
 
   res.set_header("X-Accel-Buffering", "no");  // proxies (nginx) must not buffer events
+  if (edge::CanDetachResponse()) {
+    // httplib writes the head and this first chunk (the retry field and what
+    // the client is owed now); then the edge's reactor owns the connection.
+    auto pushed = std::make_shared<Pushed>(*this, slot, cursor);
+    res.set_chunked_content_provider(
+        "text/event-stream", [this, pushed, cursor](size_t, httplib::DataSink& sink) {
+          std::string out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
+          Changes changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0));
+          for (const auto& [seq, a] : changes.items)
+            out += FormatAvailabilityEvent(options_.epoch, seq, a);
+          cursor->after = changes.upto;
+          cursor->last_write = std::chrono::steady_clock::now();
+          if (sink.write(out.data(), out.size()) && !changes.closed) edge::DetachResponse(pushed);
+          return false;  // httplib stops here; the reactor continues (or the stream ends)
+        });
+    return;
+  }
   res.set_chunked_content_provider(
       "text/event-stream", [this, slot, cursor](size_t, httplib::DataSink& sink) {
         using std::chrono::steady_clock;

@@ -14,12 +14,14 @@
 // The board is fed by AvailabilityListener (LISTEN/NOTIFY, one per process)
 // and never reads the database itself.
 //
-// Each open stream holds one httplib worker thread for its whole life, so the
-// number of streams is bounded (max_streams; beyond it 503) and the gateway
-// sizes its thread pool as PAINTLOCK_HTTP_THREADS + PAINTLOCK_MAX_STREAMS:
-// streams can never take the threads checkouts need. A client that vanishes
-// is noticed on the next write: events or, at the latest, a heartbeat
-// comment every `heartbeat`; its thread and slot are then released.
+// The number of streams is bounded (max_streams; beyond it 503). Served by
+// the gateway's edge (gateway/edge/edge_server.h), a stream holds no worker
+// thread: after the first bytes the connection is handed to the edge's
+// reactor, which pulls events from the board when woken (the change
+// observer) and notices a client that closes at once, freeing its slot.
+// Served by a plain httplib::Server (unit tests), a stream holds one worker
+// thread and a vanished client is noticed on the next write: events or, at
+// the latest, a heartbeat comment every `heartbeat`.
 //
 // Thread-safe.
 #pragma once
@@ -28,6 +30,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -87,6 +90,11 @@ class AvailabilityStream {
   // text/event-stream that lasts until the client goes or Close().
   void Serve(const httplib::Request& req, httplib::Response& res);
 
+  // `observer` is called (on the caller's thread, without locks held) after
+  // every Update that changed something and after Close(). Set once, before
+  // streams are served.
+  void SetChangeObserver(std::function<void()> observer);
+
   // Streams open now (for /readyz and the leak tests).
   int OpenStreams() const;
 
@@ -100,10 +108,12 @@ class AvailabilityStream {
   const std::string& epoch() const { return options_.epoch; }
 
  private:
-  class Slot;  // one open stream; gives its place back when destroyed
+  class Slot;    // one open stream; gives its place back when destroyed
+  class Pushed;  // a stream served by the edge's reactor
 
   bool TakeSlot();
   void GiveSlot();
+  void NotifyObserver();
 
   AvailabilityStreamOptions options_;
 
@@ -114,6 +124,7 @@ class AvailabilityStream {
   bool closed_ = false;                                                  // guarded by mu_
   int open_ = 0;                                                         // guarded by mu_
   int waiting_ = 0;                                                      // guarded by mu_
+  std::function<void()> observer_;                                       // guarded by mu_
 };
 
 }  // namespace paintlock::gateway

@@ -138,6 +138,8 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   }
   r.Integer("STRIPE_MAX_RETRIES", 0, 10, "a whole number", &c.stripe_max_retries);
   r.Millis("STRIPE_TIMEOUT_MS", 100, 120000, &c.stripe_timeout);
+  r.Millis("STRIPE_DEADLINE_MS", 100, 300000, &c.stripe_deadline);
+  r.Integer("PAINTLOCK_STRIPE_MAX_WAITING", 1, 4096, "a whole number", &c.stripe_max_waiting);
   r.Seconds("STRIPE_WEBHOOK_TOLERANCE_SECONDS", 1, 3600, &c.webhook_tolerance);
 
   if (auto v = r.Get("PAINTLOCK_API_KEY")) {
@@ -211,6 +213,15 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   }
   r.Integer("PAINTLOCK_MAX_STREAMS", 0, 2000, "a whole number", &c.max_streams);
   r.Seconds("PAINTLOCK_STREAM_HEARTBEAT_SECONDS", 1, 300, &c.stream_heartbeat);
+  // The HTTP edge (gateway/edge/edge_server.h).
+  r.Seconds("PAINTLOCK_REQUEST_DEADLINE_SECONDS", 1, 300, &c.request_deadline);
+  r.Seconds("PAINTLOCK_IDLE_TIMEOUT_SECONDS", 1, 3600, &c.idle_timeout);
+  int max_header = static_cast<int>(c.max_header_bytes);
+  r.Integer("PAINTLOCK_MAX_HEADER_BYTES", 1024, 1024 * 1024, "a number of bytes", &max_header);
+  c.max_header_bytes = static_cast<std::size_t>(max_header);
+  r.Integer("PAINTLOCK_MAX_CONNECTIONS", 16, 1000000, "a whole number", &c.max_connections);
+  r.Integer("PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS", 1, 1000000, "a whole number",
+            &c.max_connections_per_address);
   return c;
 }
 
@@ -225,7 +236,15 @@ std::string ConfigHelp() {
   PAINTLOCK_HOLD_SECONDS            how long a reservation holds its paintings (default 420)
   PAINTLOCK_SESSION_SECONDS         Stripe session lifetime, 1860..86400 (default 2100)
   PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS  hold while a delayed payment settles (default 1209600)
-  PAINTLOCK_HTTP_THREADS            HTTP worker threads (default 64)
+  PAINTLOCK_HTTP_THREADS            HTTP worker threads: requests being handled at once (default 64)
+  PAINTLOCK_REQUEST_DEADLINE_SECONDS  a request must arrive whole (headers and body) this long
+                                    after its first byte, else 408 and close, 1..300 (default 10)
+  PAINTLOCK_IDLE_TIMEOUT_SECONDS    an idle keep-alive connection is closed after this, 1..3600
+                                    (default 5)
+  PAINTLOCK_MAX_HEADER_BYTES        largest request line + headers, else 431 (default 16384)
+  PAINTLOCK_MAX_CONNECTIONS         open connections in all, beyond: 503 (default 4096)
+  PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS  open connections per client IP, beyond: 503 at once;
+                                    PAINTLOCK_TRUSTED_PROXIES are exempt (default 64)
   PAINTLOCK_DB_POOL                 PostgreSQL connections (default 32)
   PAINTLOCK_DB_LOCK_TIMEOUT_MS      lock_timeout (default 1000)
   PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
@@ -251,8 +270,7 @@ std::string ConfigHelp() {
   PAINTLOCK_UNAVAILABLE_URL         a form post that loses its painting is sent here (303) with
                                     ?painting=&code=&free_at= (default: a small HTML page)
   PAINTLOCK_MAX_STREAMS             open /v1/paintings/stream connections, 0..2000 (default 200);
-                                    more get 503. Each holds a worker thread: the pool has
-                                    PAINTLOCK_HTTP_THREADS + PAINTLOCK_MAX_STREAMS threads
+                                    more get 503. They hold no worker thread
   PAINTLOCK_STREAM_HEARTBEAT_SECONDS  comment line on an idle stream, 1..300 (default 15)
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
@@ -261,6 +279,9 @@ std::string ConfigHelp() {
   STRIPE_WEBHOOK_TOLERANCE_SECONDS  signature age limit (default 300)
   STRIPE_MAX_RETRIES                retries on network errors, 409, 429, 5xx (default 2)
   STRIPE_TIMEOUT_MS                 read timeout per Stripe request (default 20000)
+  STRIPE_DEADLINE_MS                one Stripe call, retries included, ends by then (default 10000)
+  PAINTLOCK_STRIPE_MAX_WAITING      requests waiting on Stripe at once; beyond: 503
+                                    stripe_unavailable with Retry-After (default 16)
 )";
 }
 

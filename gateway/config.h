@@ -33,6 +33,9 @@ struct Config {
   std::vector<std::string> stripe_webhook_secrets;
   int stripe_max_retries = 2;
   std::chrono::milliseconds stripe_timeout{20000};
+  // STRIPE_DEADLINE_MS: one Stripe call, retries included, never takes longer.
+  std::chrono::milliseconds stripe_deadline{10000};
+  int stripe_max_waiting = 16;  // PAINTLOCK_STRIPE_MAX_WAITING (gateway/stripe_budget.h)
   std::chrono::seconds webhook_tolerance{300};
 
   std::string api_key;  // server-to-server endpoints; empty: they answer 401
@@ -68,10 +71,17 @@ struct Config {
   // The storefront side (fixtures/storefront/README.md).
   std::vector<std::string> allowed_origins;  // PAINTLOCK_ALLOWED_ORIGINS: exact origins given CORS
   std::string unavailable_url;  // PAINTLOCK_UNAVAILABLE_URL: a form post that loses gets a 303 here
-  // PAINTLOCK_MAX_STREAMS: open availability streams; more get 503. Each holds
-  // a worker thread, so the pool has http_threads + max_streams threads.
+  // PAINTLOCK_MAX_STREAMS: open availability streams; more get 503. They are
+  // served by the edge's reactor and hold no worker thread.
   int max_streams = 200;
   std::chrono::seconds stream_heartbeat{15};  // PAINTLOCK_STREAM_HEARTBEAT_SECONDS
+
+  // The HTTP edge (gateway/edge/edge_server.h).
+  std::chrono::seconds request_deadline{10};  // PAINTLOCK_REQUEST_DEADLINE_SECONDS: first byte → whole request
+  std::chrono::seconds idle_timeout{5};       // PAINTLOCK_IDLE_TIMEOUT_SECONDS: idle keep-alive
+  std::size_t max_header_bytes = 16 * 1024;   // PAINTLOCK_MAX_HEADER_BYTES
+  int max_connections = 4096;                 // PAINTLOCK_MAX_CONNECTIONS
+  int max_connections_per_address = 64;       // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
 };
 
 

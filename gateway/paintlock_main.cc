@@ -16,9 +16,11 @@
 #include "base/wide_backlog_server.h"
 #include "base/log.h"
 #include "base/version.h"
+#include "gateway/edge/edge_server.h"
 #include "gateway/limit_routes.h"
 #include "gateway/quota_routes.h"
 #include "gateway/server.h"
+#include "gateway/stripe_budget.h"
 #include "locks/health.h"
 #include "locks/audit.h"
 #include "locks/catalogue.h"
@@ -111,8 +113,11 @@ int main(int argc, char** argv) {
   stripe_options.ca_file = config.stripe_ca_file;
   stripe_options.read_timeout = config.stripe_timeout;
   stripe_options.max_retries = config.stripe_max_retries;
-  auto stripe_client = stripe::HttpsStripeClient::Create(stripe_options, &error);
-  if (!stripe_client) return Fail("Stripe settings: " + error);
+  stripe_options.deadline = config.stripe_deadline;
+  auto https_stripe = stripe::HttpsStripeClient::Create(stripe_options, &error);
+  if (!https_stripe) return Fail("Stripe settings: " + error);
+  auto stripe_client =
+      std::make_unique<gateway::StripeBudget>(*https_stripe, config.stripe_max_waiting);
 
   locks::Catalogue catalogue(*db);
   locks::ReservationStore reservations(*db, config.hold_ttl);
@@ -140,7 +145,16 @@ int main(int argc, char** argv) {
   if (!trusted_proxies) return Fail("PAINTLOCK_TRUSTED_PROXIES: not a network: " + bad_network);
   base::VisitorIdentity visitors(*visitor_key, *trusted_proxies);
 
-  base::WideBacklogServer server;
+  gateway::edge::EdgeOptions edge_options;
+  edge_options.request_deadline = config.request_deadline;
+  edge_options.idle_timeout = config.idle_timeout;
+  edge_options.max_header_bytes = config.max_header_bytes;
+  edge_options.max_body_bytes = config.max_body_bytes;
+  edge_options.max_connections = config.max_connections;
+  edge_options.max_connections_per_address = config.max_connections_per_address;
+  edge_options.unlimited_addresses = *trusted_proxies;
+  edge_options.workers = config.http_threads;
+  gateway::edge::EdgeServer server(edge_options);
   gateway::Services services{health,      catalogue,      reservations, checkout,
                              release,     fulfilment,     *stripe_client, visitors};
   // Credit holds, rate limits, leases, and the per-visitor checkout limit.
@@ -182,6 +196,7 @@ int main(int argc, char** argv) {
   gateway::AvailabilityStream availability(stream_options);
   gateway::AvailabilityListener availability_listener(
       {config.database_url, config.db_statement_timeout}, availability);
+  availability.SetChangeObserver([&server] { server.WakePushStreams(); });
   availability_listener.Start();
   services.availability = &availability;
   gateway::HttpApi api(config, services);

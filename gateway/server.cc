@@ -1,5 +1,7 @@
 #include "gateway/server.h"
 
+#include "base/log.h"
+#include "gateway/edge/static_files.h"
 #include "gateway/limit_routes.h"
 #include "gateway/middleware.h"
 #include "gateway/quota_routes.h"
@@ -10,15 +12,12 @@ namespace paintlock::gateway {
 void HttpApi::Install(httplib::Server& server) {
   const Config& config = api_.config;
   const Services& s = api_.services;
-  // Every open availability stream holds a thread; they get their own
-  // max_streams so they can never starve checkouts.
-  const int threads = config.http_threads + (s.availability ? config.max_streams : 0);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Connections, workers and framing limits are the edge's
+  // (gateway/edge/edge_server.h); these settings hold for a plain httplib::Server.
   server.set_payload_max_length(config.max_body_bytes);
   server.set_keep_alive_max_count(100000);
-  // httplib 0.11 lets an idle keep-alive connection hold its worker (and a
-  // SIGTERM drain) until this timeout: keep it short.
-  server.set_keep_alive_timeout(5);
+  // Announced in Keep-Alive headers; the edge closes idle connections after it.
+  server.set_keep_alive_timeout(static_cast<time_t>(config.idle_timeout.count()));
   server.set_read_timeout(10, 0);
   server.set_write_timeout(10, 0);
   server.set_tcp_nodelay(true);
@@ -37,7 +36,9 @@ void HttpApi::Install(httplib::Server& server) {
   if (s.quotas) InstallQuotaRoutes(server, config, *s.quotas, s.visitors);
 
   if (!config.storefront_dir.empty()) {
-    server.set_mount_point("/shop", config.storefront_dir);
+    if (!edge::InstallStaticFiles(server, "/shop", config.storefront_dir)) {
+      base::LogWarn("storefront_dir_missing", {{"dir", config.storefront_dir}});
+    }
     server.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_redirect("/shop/", 303);
     });

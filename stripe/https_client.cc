@@ -488,7 +488,8 @@ std::uint64_t HttpsStripeClient::NextNonce() {
   return rng_();
 }
 
-HttpsStripeClient::Exchange HttpsStripeClient::SendOnce(const char* method, const std::string& path,
+HttpsStripeClient::Exchange HttpsStripeClient::SendOnce(milliseconds read_timeout,
+                                                        const char* method, const std::string& path,
                                                         const std::string& form_body,
                                                         const std::string& idempotency_key) {
   httplib::Headers headers = {
@@ -500,6 +501,8 @@ HttpsStripeClient::Exchange HttpsStripeClient::SendOnce(const char* method, cons
   if (!idempotency_key.empty()) headers.emplace("Idempotency-Key", idempotency_key);
 
   std::unique_ptr<httplib::ClientImpl> conn = TakeConnection();
+  conn->set_read_timeout(read_timeout);
+  conn->set_write_timeout(read_timeout);
   httplib::Result result = std::strcmp(method, "GET") == 0
                                ? conn->Get(path, headers)
                                : conn->Post(path, headers, form_body, kFormContentType);
@@ -522,8 +525,17 @@ std::optional<StripeError> HttpsStripeClient::Call(const char* method, const std
                                                    const std::string& form_body,
                                                    const std::string& idempotency_key, int* status,
                                                    std::string* body) {
+  const auto start = std::chrono::steady_clock::now();
+  auto left = [&] {
+    return options_.deadline - std::chrono::duration_cast<milliseconds>(
+                                   std::chrono::steady_clock::now() - start);
+  };
   for (int attempt = 1;; ++attempt) {
-    Exchange ex = SendOnce(method, path, form_body, idempotency_key);
+    const milliseconds read_timeout = options_.deadline > milliseconds::zero()
+                                          ? std::min(options_.read_timeout, left())
+                                          : options_.read_timeout;
+    Exchange ex = SendOnce(std::max(read_timeout, milliseconds(1)), method, path, form_body,
+                           idempotency_key);
     if (ex.status >= 200 && ex.status < 300) {
       *status = ex.status;
       *body = std::move(ex.body);
@@ -555,6 +567,13 @@ std::optional<StripeError> HttpsStripeClient::Call(const char* method, const std
 
     const milliseconds delay =
         RetryDelay(attempt, options_.retry_base_delay, options_.retry_max_delay, NextUnitRandom());
+    if (options_.deadline > milliseconds::zero() && delay >= left()) {
+      base::LogWarn("stripe_deadline_reached", {{"method", method},
+                                                   {"path", path},
+                                                   {"attempts", attempt},
+                                                   {"deadline_ms", options_.deadline.count()}});
+      return error;
+    }
     json fields = {
         {"method", method},
         {"path", path},

@@ -55,6 +55,9 @@ struct HttpsClientOptions {
   // Bounds each wait for bytes from Stripe (and each write to it).
   std::chrono::milliseconds read_timeout = std::chrono::seconds(20);
   int max_retries = 2;  // retries after the first attempt; 0 disables retrying
+  // Bounds one call, attempts and waits between them together: no attempt
+  // starts, and no read waits, past it. Zero: only read_timeout × attempts.
+  std::chrono::milliseconds deadline = std::chrono::milliseconds(0);
   std::chrono::milliseconds retry_base_delay = std::chrono::milliseconds(500);
   std::chrono::milliseconds retry_max_delay = std::chrono::seconds(5);
   // Waits between attempts, on the calling thread (so it must be safe to call
@@ -126,7 +129,8 @@ class HttpsStripeClient final : public StripeClient {
   std::optional<StripeError> Call(const char* method, const std::string& path,
                                   const std::string& form_body, const std::string& idempotency_key,
                                   int* status, std::string* body);
-  Exchange SendOnce(const char* method, const std::string& path, const std::string& form_body,
+  Exchange SendOnce(std::chrono::milliseconds read_timeout, const char* method,
+                    const std::string& path, const std::string& form_body,
                     const std::string& idempotency_key);
   std::unique_ptr<httplib::ClientImpl> TakeConnection();
   void ReturnConnection(std::unique_ptr<httplib::ClientImpl> connection);

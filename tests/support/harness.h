@@ -65,6 +65,7 @@ class Process {
   bool Running();
   std::string Log() const;  // everything it printed so far
   const std::string& log_path() const { return log_path_; }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;

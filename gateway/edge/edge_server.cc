@@ -1,0 +1,724 @@
+#include "gateway/edge/edge_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unordered_map>
+
+#include "gateway/edge/request_framer.h"
+#include "base/log.h"
+
+namespace paintlock::gateway::edge {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct DetachSlot {
+  std::shared_ptr<PushStream> stream;
+};
+thread_local DetachSlot* t_detach = nullptr;
+
+const char* Reason(int status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
+  }
+}
+
+// A complete response for a request the edge refuses itself; the body has
+// the shape of gateway/http_errors.h (code, message).
+std::string ErrorResponse(int status, const std::string& code, const std::string& message,
+                          int retry_after_seconds) {
+  const std::string body = nlohmann::json{{"code", code}, {"message", message}}.dump();
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
+                    "\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"
+                    "Connection: close\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n";
+  if (retry_after_seconds > 0)
+    out += "Retry-After: " + std::to_string(retry_after_seconds) + "\r\n";
+  return out + "\r\n" + body;
+}
+
+std::string Chunk(const std::string& bytes) {
+  char size[20];
+  std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+  return size + bytes + "\r\n";
+}
+
+void AddressOf(int fd, bool peer, std::string* ip, int* port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  const int rc = peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+                      : getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (rc != 0) return;
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+    *port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+    *port = ntohs(a->sin6_port);
+  }
+  *ip = text;
+}
+
+// The path of a request target, without its query, for logs; licence keys
+// in paths are secrets.
+std::string LoggablePath(const std::string& target) {
+  std::string path = target.substr(0, target.find('?'));
+  if (path.rfind("/v1/licenses/", 0) == 0) return "/v1/licenses/(redacted)";
+  return path.substr(0, 200);
+}
+
+// Serves one framed request to httplib: reads come from the request bytes,
+// writes go to the (non-blocking) socket, waiting up to `write_timeout` for
+// each bit of progress.
+class EdgeStream : public httplib::Stream {
+ public:
+  EdgeStream(int fd, const std::string& request, const std::string& remote_ip, int remote_port,
+             std::chrono::milliseconds write_timeout)
+      : fd_(fd),
+        request_(request),
+        remote_ip_(remote_ip),
+        remote_port_(remote_port),
+        write_timeout_(write_timeout) {}
+
+  bool is_readable() const override { return read_ < request_.size(); }
+  bool is_writable() const override { return !write_failed_; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, request_.size() - read_);
+    std::memcpy(ptr, request_.data() + read_, n);
+    read_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    size_t done = 0;
+    while (done < size && !write_failed_) {
+      const ssize_t n = ::send(fd_, ptr + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd p{fd_, POLLOUT, 0};
+        if (poll(&p, 1, static_cast<int>(write_timeout_.count())) > 0 &&
+            (p.revents & (POLLERR | POLLHUP)) == 0) {
+          continue;
+        }
+      }
+      write_failed_ = true;
+    }
+    return write_failed_ ? -1 : static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = remote_ip_;
+    port = remote_port_;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    AddressOf(fd_, false, &ip, &port);
+  }
+  socket_t socket() const override { return fd_; }
+  bool write_failed() const { return write_failed_; }
+
+ private:
+  const int fd_;
+  const std::string& request_;
+  size_t read_ = 0;
+  const std::string remote_ip_;
+  const int remote_port_;
+  const std::chrono::milliseconds write_timeout_;
+  bool write_failed_ = false;
+};
+
+}  // namespace
+
+bool CanDetachResponse() { return t_detach != nullptr; }
+
+void DetachResponse(std::shared_ptr<PushStream> stream) {
+  if (t_detach != nullptr) t_detach->stream = std::move(stream);
+}
+
+// Invariants: a Conn is owned by `conns_` and touched by the reactor only,
+// except while it is kInWorker, when exactly one worker uses its fd and its
+// Job, and the reactor neither reads it nor watches it (it is out of epoll).
+class EdgeServer::Core {
+ public:
+  Core(EdgeServer& server, EdgeOptions options) : server_(server), options_(std::move(options)) {
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
+    reactor_ = std::thread([this] { RunReactor(); });
+    for (int i = 0; i < std::max(1, options_.workers); ++i) {
+      workers_.emplace_back([this] { RunWorker(); });
+    }
+  }
+
+  ~Core() {
+    Drain();
+    close(epoll_);
+    close(wake_);
+  }
+
+  // Admission, on the accept thread.
+  void Admit(int fd) {
+    std::string ip;
+    int port = 0;
+    AddressOf(fd, true, &ip, &port);
+    const bool unlimited =
+        std::any_of(options_.unlimited_addresses.begin(), options_.unlimited_addresses.end(),
+                    [&](const base::Network& n) { return n.Contains(ip); });
+    const char* refusal = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (draining_) {
+        refusal = "draining";
+      } else if (open_ >= options_.max_connections) {
+        refusal = "max_connections";
+      } else if (!unlimited && per_address_[ip] >= options_.max_connections_per_address) {
+        refusal = "max_connections_per_address";
+      } else {
+        ++open_;
+        ++per_address_[ip];
+      }
+    }
+    if (refusal != nullptr) {
+      const std::string answer =
+          ErrorResponse(503, "too_many_connections",
+                        "Too many connections are open; close some and try again.", 1);
+      (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(fd, SHUT_RDWR);
+      ::close(fd);
+      LogRefusal(refusal);
+      return;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto conn = std::make_unique<Conn>(options_);
+    conn->fd = fd;
+    conn->ip = ip;
+    conn->port = port;
+    conn->idle_since = Clock::now();
+    Post({Message::kNew, conn.release(), nullptr});
+  }
+
+  void WakePush() {
+    push_wake_ = true;
+    Wake();
+  }
+
+  int Open() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return open_;
+  }
+
+  // Stops accepting work and waits until every connection is closed; then
+  // stops the threads. Idempotent.
+  void Drain() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (drained_) return;
+      drained_ = true;
+      draining_ = true;
+    }
+    Wake();
+    if (reactor_.joinable()) reactor_.join();
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu_);
+      workers_stop_ = true;
+    }
+    jobs_cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+ private:
+  struct Conn {
+    explicit Conn(const EdgeOptions& o)
+        : framer(FramerLimits{o.max_header_bytes, o.max_body_bytes}) {}
+    enum class State { kReading, kInWorker, kPushing, kLingering } state = State::kReading;
+    int fd = -1;
+    std::string ip;
+    int port = 0;
+    std::string in;
+    RequestFramer framer;
+    Clock::time_point idle_since, request_started, linger_until, out_since;
+    bool continue_sent = false;
+    bool peer_closed = false;
+    std::string out;                   // bytes still to send (an error answer, push chunks)
+    bool close_after_out = false;      // after `out`: linger (errors) or close (push end)
+    std::shared_ptr<PushStream> push;  // kPushing
+    std::uint32_t events = 0;          // what epoll watches now (0: not registered)
+  };
+
+  struct Job {
+    Conn* conn = nullptr;
+    std::string request;
+    std::string method, target;
+    bool wants_close = false;
+  };
+
+  struct Message {
+    enum Kind { kNew, kKeepAlive, kClose, kPush } kind = kClose;
+    Conn* conn = nullptr;
+    std::shared_ptr<PushStream> push;
+  };
+
+  void Post(Message m) {
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu_);
+      inbox_.push_back(std::move(m));
+    }
+    Wake();
+  }
+
+  void Wake() {
+    const std::uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
+  }
+
+  void LogRefusal(const char* reason) {
+    // At most one line a second: a flood must not become a log flood.
+    const auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++refused_since_log_;
+    if (now - last_refusal_log_ < std::chrono::seconds(1)) return;
+    base::LogWarn("connections_refused",
+            {{"reason", reason}, {"refused", refused_since_log_}, {"open_connections", open_}});
+    refused_since_log_ = 0;
+    last_refusal_log_ = now;
+  }
+
+  void Watch(Conn* c, std::uint32_t events) {
+    if (c->events == events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = c;
+    if (events == 0) {
+      epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
+    } else {
+      epoll_ctl(epoll_, c->events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c->fd, &ev);
+    }
+    c->events = events;
+  }
+
+  void Close(Conn* c) {
+    Watch(c, 0);
+    ::close(c->fd);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --open_;
+      auto it = per_address_.find(c->ip);
+      if (it != per_address_.end() && --it->second <= 0) per_address_.erase(it);
+    }
+    conns_.erase(c);  // destroys the push stream, if any: its slot is free now
+  }
+
+  // Answers an error and closes gracefully: send, half-close, then read and
+  // discard what the client still sends for up to options_.linger, so the
+  // client reads the answer instead of a reset.
+  void Refuse(Conn* c, int status, const std::string& code, const std::string& message) {
+    base::LogInfo("request_refused", {{"status", status}, {"code", code}});
+    c->state = Conn::State::kLingering;
+    c->out = ErrorResponse(status, code, message, 0);
+    c->close_after_out = true;
+    c->linger_until = Clock::now() + options_.linger;
+    c->out_since = Clock::now();
+    Flush(c);
+  }
+
+  // Sends what `out` holds without blocking; false when the connection was closed.
+  bool Flush(Conn* c) {
+    while (!c->out.empty()) {
+      const ssize_t n = ::send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c->out.erase(0, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        Watch(c, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+        return true;
+      }
+      Close(c);
+      return false;
+    }
+    if (c->close_after_out) {
+      if (c->state == Conn::State::kLingering) {
+        ::shutdown(c->fd, SHUT_WR);
+        Watch(c, EPOLLIN | EPOLLRDHUP);
+        return true;
+      }
+      Close(c);
+      return false;
+    }
+    Watch(c, EPOLLIN | EPOLLRDHUP);
+    return true;
+  }
+
+  // Reads and frames until a request is complete, the socket is dry, or the
+  // connection ends.
+  void Advance(Conn* c) {
+    char buf[16384];
+    for (;;) {
+      const bool was_started = c->framer.started();
+      const auto result = c->framer.Feed(&c->in);
+      if (!was_started && c->framer.started()) c->request_started = Clock::now();
+      if (result == RequestFramer::Result::kError) {
+        const auto& e = c->framer.error();
+        return Refuse(c, e.status, e.code, e.message);
+      }
+      if (result == RequestFramer::Result::kComplete) return Dispatch(c);
+      if (c->framer.awaiting_body_with_continue() && !c->continue_sent) {
+        c->continue_sent = true;
+        static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        (void)!::send(c->fd, kContinue, sizeof kContinue - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+      if (c->peer_closed) return Close(c);  // an incomplete request, and the client left
+      const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        c->in.append(buf, static_cast<size_t>(n));
+      } else if (n == 0) {
+        c->peer_closed = true;
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        return;
+      } else {
+        return Close(c);
+      }
+    }
+  }
+
+  void Dispatch(Conn* c) {
+    Watch(c, 0);
+    c->state = Conn::State::kInWorker;
+    Job job{c, c->framer.request(), c->framer.method(), c->framer.target(),
+            c->framer.wants_close()};
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu_);
+      jobs_.push_back(std::move(job));
+    }
+    jobs_cv_.notify_one();
+  }
+
+  // A worker is done with `c`: the next request, a push stream, or the end.
+  void Returned(Message& m) {
+    Conn* c = m.conn;
+    if (m.kind == Message::kClose) return Close(c);
+    c->framer.Reset();
+    c->continue_sent = false;
+    c->idle_since = Clock::now();
+    if (m.kind == Message::kPush) {
+      c->state = Conn::State::kPushing;
+      c->push = std::move(m.push);
+      c->in.clear();
+      Watch(c, EPOLLIN | EPOLLRDHUP);
+      return Pump(c, Clock::now());
+    }
+    c->state = Conn::State::kReading;
+    Watch(c, EPOLLIN | EPOLLRDHUP);
+    Advance(c);  // pipelined bytes may hold the next request already
+  }
+
+  // Asks a push stream for bytes when everything before has been sent.
+  void Pump(Conn* c, Clock::time_point now) {
+    if (!c->out.empty()) {
+      if (now - c->out_since > options_.write_timeout) Close(c);  // a reader that stalled
+      return;
+    }
+    bool end = false;
+    std::string bytes = c->push->Next(now, &end);
+    if (!bytes.empty()) c->out = Chunk(bytes);
+    if (end) {
+      c->out += "0\r\n\r\n";
+      c->close_after_out = true;
+    }
+    if (c->out.empty()) return;
+    c->out_since = now;
+    Flush(c);
+  }
+
+  void OnEvent(Conn* c, std::uint32_t events) {
+    switch (c->state) {
+      case Conn::State::kInWorker:
+        return;
+      case Conn::State::kReading:
+        if (events & EPOLLERR) return Close(c);
+        return Advance(c);
+      case Conn::State::kLingering: {
+        if (events & EPOLLOUT) {
+          if (!Flush(c)) return;
+        }
+        char buf[16384];
+        for (;;) {
+          const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+          if (n > 0) continue;
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+          if (n < 0 && errno == EINTR) continue;
+          return Close(c);  // the client read our answer and closed, or reset
+        }
+      }
+      case Conn::State::kPushing: {
+        if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) return Close(c);
+        if (events & EPOLLIN) {
+          char buf[4096];
+          const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);  // nothing is expected: discard
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            return Close(c);
+          }
+        }
+        if (events & EPOLLOUT) {
+          if (!Flush(c)) return;
+          if (c->out.empty()) Pump(c, Clock::now());
+        }
+        return;
+      }
+    }
+  }
+
+  // Deadlines, heartbeats, and the drain.
+  void Sweep(Clock::time_point now, bool pump, bool draining) {
+    std::vector<Conn*> all;
+    all.reserve(conns_.size());
+    for (auto& [ptr, owned] : conns_) all.push_back(ptr);
+    for (Conn* c : all) {
+      switch (c->state) {
+        case Conn::State::kInWorker:
+          break;
+        case Conn::State::kReading:
+          if (c->framer.started()) {
+            if (now - c->request_started > options_.request_deadline) {
+              Refuse(c, 408, "request_timeout", "The request did not arrive completely in time.");
+            }
+          } else if (draining || now - c->idle_since > options_.idle_timeout) {
+            Close(c);
+          }
+          break;
+        case Conn::State::kLingering:
+          if (now > c->linger_until) Close(c);
+          break;
+        case Conn::State::kPushing:
+          if (draining && c->out.empty() && !c->close_after_out) {
+            c->out = "0\r\n\r\n";
+            c->close_after_out = true;
+            c->out_since = now;
+            Flush(c);
+          } else if (pump || draining) {
+            Pump(c, now);
+          }
+          break;
+      }
+    }
+  }
+
+  void RunReactor() {
+    epoll_event events[256];
+    auto last_sweep = Clock::now();
+    auto last_pump = last_sweep;
+    for (;;) {
+      const int n = epoll_wait(epoll_, events, 256, 100);
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.ptr == nullptr) {
+          std::uint64_t count;
+          (void)!::read(wake_, &count, sizeof count);
+          continue;
+        }
+        Conn* c = static_cast<Conn*>(events[i].data.ptr);
+        if (conns_.count(c) != 0) OnEvent(c, events[i].events);
+      }
+      std::deque<Message> inbox;
+      {
+        std::lock_guard<std::mutex> lock(inbox_mu_);
+        inbox.swap(inbox_);
+      }
+      for (auto& m : inbox) {
+        if (m.kind == Message::kNew) {
+          conns_.emplace(m.conn, std::unique_ptr<Conn>(m.conn));
+          Watch(m.conn, EPOLLIN | EPOLLRDHUP);
+        } else if (conns_.count(m.conn) != 0) {
+          Returned(m);
+        }
+      }
+      bool draining;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        draining = draining_;
+      }
+      const auto now = Clock::now();
+      const bool pump =
+          push_wake_.exchange(false) || now - last_pump > std::chrono::milliseconds(250);
+      if (pump) last_pump = now;
+      if (pump || draining || now - last_sweep > std::chrono::milliseconds(100)) {
+        Sweep(now, pump, draining);
+        last_sweep = now;
+      }
+      if (draining && conns_.empty()) {
+        std::lock_guard<std::mutex> lock(inbox_mu_);
+        if (inbox_.empty()) return;
+      }
+    }
+  }
+
+  void RunWorker() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(jobs_mu_);
+        jobs_cv_.wait(lock, [&] { return workers_stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      Post(Serve(job));
+    }
+  }
+
+  Message Serve(Job& job) {
+    Conn* c = job.conn;
+    if (ClientGone(c)) {
+      base::LogInfo("client_gone_before_handler",
+              {{"method", job.method}, {"path", LoggablePath(job.target)}});
+      return {Message::kClose, c, nullptr};
+    }
+    bool draining;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      draining = draining_;
+    }
+    EdgeStream stream(c->fd, job.request, c->ip, c->port, options_.write_timeout);
+    DetachSlot detach;
+    t_detach = &detach;
+    bool connection_closed = false;
+    const bool close_connection = job.wants_close || draining;
+    bool ok = false;
+    try {
+      ok = server_.ServeOne(stream, close_connection, &connection_closed);
+    } catch (...) {
+      ok = false;  // httplib's own failures (handler exceptions are caught inside it)
+    }
+    t_detach = nullptr;
+    if (detach.stream && !stream.write_failed()) {
+      return {Message::kPush, c, std::move(detach.stream)};
+    }
+    if (!ok || connection_closed || close_connection || stream.write_failed()) {
+      return {Message::kClose, c, nullptr};
+    }
+    return {Message::kKeepAlive, c, nullptr};
+  }
+
+  // True when the client has closed or reset its side: a FIN already read
+  // by the reactor, or one waiting in the socket (recv peeks 0), or an error.
+  static bool ClientGone(const Conn* c) {
+    if (c->peer_closed) return true;
+    char byte;
+    const ssize_t n = ::recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return true;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
+    return false;
+  }
+
+  EdgeServer& server_;
+  const EdgeOptions options_;
+  int epoll_ = -1;
+  int wake_ = -1;
+  std::thread reactor_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> push_wake_{false};
+
+  // Reactor thread only.
+  std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
+
+  mutable std::mutex mu_;
+  int open_ = 0;                                      // guarded by mu_
+  std::unordered_map<std::string, int> per_address_;  // guarded by mu_
+  bool draining_ = false;                             // guarded by mu_
+  bool drained_ = false;                              // guarded by mu_
+  int refused_since_log_ = 0;                         // guarded by mu_
+  Clock::time_point last_refusal_log_;                // guarded by mu_
+
+  std::mutex inbox_mu_;
+  std::deque<Message> inbox_;  // guarded by inbox_mu_
+
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;       // guarded by jobs_mu_
+  bool workers_stop_ = false;  // guarded by jobs_mu_
+};
+
+namespace {
+
+// httplib's accept loop hands each socket to its task queue; this one runs
+// the task at once on the accept thread (admission only), and its shutdown,
+// called when the loop ends, drains the edge.
+class InlineQueue : public httplib::TaskQueue {
+ public:
+  explicit InlineQueue(std::function<void()> drain) : drain_(std::move(drain)) {}
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override { drain_(); }
+
+ private:
+  std::function<void()> drain_;
+};
+
+}  // namespace
+
+EdgeServer::EdgeServer(EdgeOptions options)
+    : core_(std::make_unique<Core>(*this, std::move(options))) {
+  new_task_queue = [this] { return new InlineQueue([this] { core_->Drain(); }); };
+}
+
+EdgeServer::~EdgeServer() { core_->Drain(); }
+
+bool EdgeServer::process_and_close_socket(socket_t sock) {
+  core_->Admit(sock);
+  return true;
+}
+
+bool EdgeServer::ServeOne(httplib::Stream& stream, bool close_connection, bool* connection_closed) {
+  return process_request(stream, close_connection, *connection_closed, nullptr);
+}
+
+void EdgeServer::WakePushStreams() { core_->WakePush(); }
+
+int EdgeServer::OpenConnections() const { return core_->Open(); }
+
+}  // namespace paintlock::gateway::edge

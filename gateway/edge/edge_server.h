@@ -1,0 +1,103 @@
+// The gateway's HTTP edge: cpp-httplib keeps routing, handlers, Request and
+// Response; this class owns every connection's life instead of httplib's
+// thread-per-connection loop.
+//
+//   accept thread (httplib's listen loop)
+//     └─ process_and_close_socket(sock): admission only — the global and
+//        per-address connection caps (over them: 503 too_many_connections at
+//        once); the socket goes non-blocking to the reactor, and returns.
+//   reactor (one thread, epoll)
+//     ├─ reads into a per-connection buffer and runs RequestFramer
+//        (request_framer.h): 431/413/400/… answered from here, then a
+//        lingering close; a whole-request deadline from the first byte
+//        (408 request_timeout); an idle keep-alive connection costs no
+//        thread and is closed after the idle timeout;
+//     ├─ hands each complete request to the worker pool;
+//     └─ owns detached responses (PushStream: the SSE availability stream),
+//        written non-blocking; a client that closes is noticed at once
+//        (EPOLLRDHUP/EPOLLHUP/EPIPE) and its PushStream destroyed.
+//   workers (a fixed pool)
+//     └─ first check that the client is still there (no FIN or RST seen):
+//        if it left, the request is dropped unrun and logged
+//        (client_gone_before_handler); then httplib's process_request runs
+//        on a Stream that reads the framed request and writes the socket
+//        (blocking, with a write timeout per write). Keep-alive: the
+//        connection goes back to the reactor with any pipelined bytes.
+//
+// A request whose client vanishes after this check runs to completion; which
+// routes are then safe to repeat is in README.md ("The HTTP edge").
+//
+// Shutdown: httplib's stop() ends the accept loop, whose task queue shutdown
+// drains: idle connections close, partly received requests get until their
+// deadline, requests in workers finish (answered with Connection: close),
+// push streams end; then the reactor and the workers stop.
+//
+// Thread-safe: the public functions may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/wide_backlog_server.h"
+#include "base/visitor.h"
+
+namespace paintlock::gateway::edge {
+
+struct EdgeOptions {
+  std::chrono::milliseconds request_deadline{10000};  // first byte → complete request
+  std::chrono::milliseconds idle_timeout{5000};       // keep-alive with no request started
+  std::chrono::milliseconds write_timeout{10000};     // no progress writing → close
+  std::chrono::milliseconds linger{2000};  // reading (and discarding) after an error answer
+  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_body_bytes = 64 * 1024;
+  int max_connections = 4096;
+  int max_connections_per_address = 64;
+  std::vector<base::Network> unlimited_addresses;  // trusted proxies: no per-address cap
+  int workers = 64;
+};
+
+// A response body produced after the response head, pushed by the reactor
+// (the SSE availability stream). Called on the reactor thread only, and only
+// when everything it returned before has been written.
+class PushStream {
+ public:
+  virtual ~PushStream() = default;
+  // The next bytes to send (empty: nothing now). Set *end to finish the
+  // response; the connection is then closed.
+  virtual std::string Next(std::chrono::steady_clock::time_point now, bool* end) = 0;
+};
+
+// True inside a handler run by an EdgeServer worker: DetachResponse works.
+bool CanDetachResponse();
+// Inside a chunked content provider, after it has written its first bytes:
+// once httplib returns, the connection belongs to the reactor, which sends
+// what `stream` produces as further chunks. The provider must then return
+// false (httplib stops writing). Outside an EdgeServer worker: no effect.
+void DetachResponse(std::shared_ptr<PushStream> stream);
+
+class EdgeServer : public base::WideBacklogServer {
+ public:
+  explicit EdgeServer(EdgeOptions options);
+  ~EdgeServer() override;
+  EdgeServer(const EdgeServer&) = delete;
+  EdgeServer& operator=(const EdgeServer&) = delete;
+
+  // Asks every push stream for new bytes soon (call after a change).
+  void WakePushStreams();
+
+  // Connections open now (all states).
+  int OpenConnections() const;
+
+  class Core;  // the reactor and the workers (edge_server.cc)
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  bool ServeOne(httplib::Stream& stream, bool close_connection, bool* connection_closed);
+
+  std::unique_ptr<Core> core_;
+};
+
+}  // namespace paintlock::gateway::edge
