@@ -126,6 +126,10 @@ class HttpsStripeClient final : public StripeClient {
   std::optional<StripeError> Call(const char* method, const std::string& path,
                                   const std::string& form_body, const std::string& idempotency_key,
                                   int* status, std::string* body);
+  // Call, then decodes the 2xx body as a T (stripe/responses.h).
+  template <typename T>
+  StripeResult<T> Send(const char* method, const std::string& path, const std::string& form_body,
+                       const std::string& idempotency_key);
   Exchange SendOnce(const char* method, const std::string& path, const std::string& form_body,
                     const std::string& idempotency_key);
   std::unique_ptr<httplib::ClientImpl> TakeConnection();
