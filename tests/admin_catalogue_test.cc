@@ -8,10 +8,7 @@
 using namespace paintlock::testing;
 using nlohmann::json;
 
-TEST_CASE("admin: sold and unsold set and clear the catalogue flag, audited") {
-  TestDatabase db;
-  Shop shop(db);
-  const std::string stripe = shop.stripe.base();
+TEST_CASE_FIXTURE(ShopFixture, "admin: sold and unsold set and clear the catalogue flag, audited") {
   CompletedProcess sold =
       Ctl(db, stripe, {"sold", "p10", "--reason", "sold at the fair", "--json"});
   CHECK(sold.exit_code == 0);

@@ -87,10 +87,9 @@ TEST_CASE("admin: holds lists the stuck ones first, filters them, and says what 
   CheckInvariants(db);
 }
 
-TEST_CASE("admin: show tells a painting's, a reservation's and a session's story in time order") {
-  TestDatabase db;
-  Shop shop(db);
-  const std::string stripe = shop.stripe.base();
+TEST_CASE_FIXTURE(
+    ShopFixture,
+    "admin: show tells a painting's, a reservation's and a session's story in time order") {
   auto [released, released_session] = Bought(shop, {"p1"});
   REQUIRE(Ctl(db, stripe, {"release", released, "--reason", "changed their mind"}).exit_code == 0);
   auto [sold, sold_session] = Bought(shop, {"p1", "p2"});
@@ -158,10 +157,7 @@ TEST_CASE("admin: show tells a painting's, a reservation's and a session's story
   CheckInvariants(db);
 }
 
-TEST_CASE("admin: events lists what Stripe said, by session and since when") {
-  TestDatabase db;
-  Shop shop(db);
-  const std::string stripe = shop.stripe.base();
+TEST_CASE_FIXTURE(ShopFixture, "admin: events lists what Stripe said, by session and since when") {
   auto [sold, sold_session] = Bought(shop, {"p1"});
   Pay(shop, sold_session);
   REQUIRE(Eventually([&] { return State(db, sold) == "sold"; }));

@@ -10,11 +10,9 @@
 using namespace paintlock::testing;
 using nlohmann::json;
 
-TEST_CASE(
+TEST_CASE_FIXTURE(
+    ShopFixture,
     "admin: release of an open session expires it at Stripe first, and a dry run changes nothing") {
-  TestDatabase db;
-  Shop shop(db);
-  const std::string stripe = shop.stripe.base();
   auto [id, session] = Bought(shop, {"p6", "p7"});
 
   CompletedProcess dry = Ctl(db, stripe, {"release", id, "--reason", "buyer asked", "--dry-run"});
@@ -63,10 +61,8 @@ TEST_CASE(
   CheckInvariants(db);
 }
 
-TEST_CASE("admin: release of a paid session is refused and the painting ends sold") {
-  TestDatabase db;
-  Shop shop(db);
-  const std::string stripe = shop.stripe.base();
+TEST_CASE_FIXTURE(ShopFixture,
+                  "admin: release of a paid session is refused and the painting ends sold") {
   auto [id, session] = Bought(shop, {"p8"});
   shop.stripe.Control("POST", "/_test/webhooks",
                       {{"drop_next", 1}});  // the payment's webhook is lost
@@ -196,10 +192,8 @@ TEST_CASE("admin: a release racing a completed payment never leaves a paid paint
   CheckInvariants(db);
 }
 
-TEST_CASE("admin: a payment that lands while release is expiring the session wins") {
-  TestDatabase db;
-  Shop shop(db);
-  const std::string stripe = shop.stripe.base();
+TEST_CASE_FIXTURE(ShopFixture,
+                  "admin: a payment that lands while release is expiring the session wins") {
   auto [id, session] = Bought(shop, {"p3"});
   const std::string expire_path = "/v1/checkout/sessions/" + session + "/expire";
   // Stripe takes its time over the expiry; the buyer pays meanwhile.

@@ -17,6 +17,15 @@
 
 namespace paintlock::testing {
 
+// Most admin tests start from a database with a shop in front of it: a
+// gateway and the fake Stripe delivering its webhooks; `stripe` is the fake's
+// base URL, to hand to paintlockctl.
+struct ShopFixture {
+  TestDatabase db;
+  Shop shop{db};
+  const std::string stripe = shop.stripe.base();
+};
+
 // A loopback URL where nothing listens: Stripe unreachable.
 std::string DeadStripe();
 
