@@ -1,112 +1,206 @@
 #!/usr/bin/env bash
-# The reservation benchmark: the gateway's POST /v1/reservations against
-# pgbench running the very same SQL (sql/queries/reserve.sql) on the same
-# database, side by side in one run, alternating phases so neither side gets
-# the warmer cache. Prints throughput, p50/p99 latency and their ratios, and
-# writes the report to $BUILD/bench-report.md.
+# `make bench`: one report over every workload. Each workload runs through the
+# gateway (bench/load_main.cc over keep-alive HTTP) and through pgbench running
+# the very same SQL (bench/pgbench/*.sql, made from sql/queries/) on the same
+# database, in the same run, alternating phases so neither side gets the
+# warmer cache:
 #
-#   bench/run.sh [BUILD]   env: CLIENTS (32), SECONDS_PER_PHASE (8), ROUNDS (2),
-#                               PAINTINGS (20000), HOLD_SECONDS (2)
+#   reserve             POST /v1/reservations, availability publishing on
+#   reserve-sql         the same with availability publishing off (see below)
+#   credit-hold-commit  hold 1 credit then commit it (two requests; one pgbench
+#                       transaction of credit_hold.sql + credit_commit.sql)
+#   ratelimit-take      one take of 1 token from a random key
+#   quota-consume       one consume decision for a random subject
+#
+# Prints throughput and p50/p99 with their gateway/pgbench ratios, the
+# gateway's CPU µs per request (utime + stime from /proc over the phase) and
+# its peak RSS (VmHWM), and writes the report to
+# bench/reports/<UTC date-time>-bench.md (BENCH_REPORT_DIR overrides).
+#
+#   bench/run.sh [BUILD]
+#   env: BENCH_CLIENTS (32), BENCH_SECONDS per phase (8), BENCH_ROUNDS (2),
+#        BENCH_WORKLOADS (all five, space-separated), BENCH_PAINTINGS (20000),
+#        BENCH_HOLD_SECONDS (2), BENCH_ACCOUNTS (1000), BENCH_KEYS (10000),
+#        BENCH_SUBJECTS (20000), BENCH_QUOTA_LIMIT (1000000000: never refuses,
+#        so every decision writes)
+#   smoke: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1 bench/run.sh
+#   BENCH_WRITE_SCRIPTS=1 rewrites bench/pgbench/*.sql from sql/queries/.
 set -euo pipefail
+shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$here/${1:-build}" && pwd)
 cd "$here"
-clients=${CLIENTS:-32}
-seconds=${SECONDS_PER_PHASE:-8}
-rounds=${ROUNDS:-2}
-paintings=${PAINTINGS:-20000}
-hold=${HOLD_SECONDS:-2}
-work=$build/bench
-mkdir -p "$work"
+source bench/lib.sh
 
-admin=$(fixtures/pg-cluster.sh start "$build/pg")
-gw_pid=""
-cleanup() {
-  [[ -n "$gw_pid" ]] && kill "$gw_pid" 2>/dev/null && wait "$gw_pid" 2>/dev/null || true
-  fixtures/pg-cluster.sh stop "$build/pg"
+# ---- Availability publishing: THE switch -----------------------------------
+# `reserve` runs with publishing as in production; `reserve-sql` with it off.
+# Each is a list of VAR=VALUE words given to both the gateway and pgbench.
+# Today the per-row triggers publish inside the buyer's transaction unless
+# paintlock.availability_notify is off for the session, and libpq reads
+# PGOPTIONS, so one variable turns it off for the gateway's pool and pgbench
+# alike. When publishing moves out of the transaction, change these two lines.
+PUBLISHING_ON=()
+PUBLISHING_OFF=("PGOPTIONS=-c paintlock.availability_notify=off")
+# -----------------------------------------------------------------------------
+
+workloads=${BENCH_WORKLOADS:-reserve reserve-sql credit-hold-commit ratelimit-take quota-consume}
+paintings=${BENCH_PAINTINGS:-20000}
+hold=${BENCH_HOLD_SECONDS:-2}
+accounts=${BENCH_ACCOUNTS:-1000}
+keys=${BENCH_KEYS:-10000}
+subjects=${BENCH_SUBJECTS:-20000}
+quota_limit=${BENCH_QUOTA_LIMIT:-1000000000}
+capacity=100  # the rate-limit bucket both sides take from: 100 tokens,
+refill=10     # refilled 10 a second
+starting_balance=1000000000000
+report_dir=${BENCH_REPORT_DIR:-$here/bench/reports}
+
+# ---- The pgbench scripts: the gateway's statements, $n → pgbench variables --
+# Sizes come in as pgbench variables (-D), so the scripts do not depend on them.
+write_scripts() {  # DIR
+  {
+    echo "\\set k random(1, :paintings)"
+    bench_statement sql/queries/reserve.sql -e "s/\$1::text\[\]/ARRAY['bench-' || :k]::text[]/" \
+      -e 's/\$2::integer/:hold/' -e 's/\$3::text/NULL::text/'
+    echo ";"
+  } >"$1/reserve.sql"
+  {
+    echo "\\set a random(1, :accounts)"
+    bench_statement sql/queries/credit_hold.sql -e 's/\$1::text/:a::text/' \
+      -e 's/\$2::bigint/1::bigint/' -e 's/\$3::integer/60/'
+    echo "\\gset"
+    bench_statement sql/queries/credit_commit.sql -e 's/\$1::uuid/:hold_id::uuid/'
+    echo ";"
+  } >"$1/credit_hold_commit.sql"
+  {
+    echo "\\set k random(1, :keys)"
+    bench_statement sql/queries/ratelimit_take.sql -e "s/\\\$1::text/('api:' || :k)::text/g" \
+      -e 's/\$2::integer/1::integer/g' -e "s/\\\$3::numeric/${capacity}::numeric/g" \
+      -e "s/\\\$4::numeric/${refill}::numeric/g"
+    echo ";"
+  } >"$1/ratelimit_take.sql"
+  # The gateway names subjects "subject:" + the name it was sent
+  # (locks::NamedSubject). The prefix comes in a variable: pgbench would read
+  # ":bench" in a literal as one.
+  {
+    echo "\\set s random(1, :subjects)"
+    bench_statement sql/queries/quota_consume.sql -e "s/\$1::text/'bench'::text/g" \
+      -e "s/\$2::text/(:prefix::text || :s::text)/g" -e 's/\$3::integer/:lim::integer/g' \
+      -e "s/\$4::text/'UTC'::text/g"
+    echo ";"
+  } >"$1/quota_consume.sql"
 }
-trap cleanup EXIT
 
-psql "$admin" -qc "DROP DATABASE IF EXISTS bench WITH (FORCE)" -qc "CREATE DATABASE bench"
-db=${admin/\/postgres\?/\/bench?}
-DATABASE_URL=$db "$build/paintlockctl" migrate >/dev/null
+bench_start_cluster "$build"
+mkdir -p "$bench_work/pgbench"
+write_scripts "$bench_work/pgbench"
+if [[ ${BENCH_WRITE_SCRIPTS:-0} == 1 ]]; then
+  cp "$bench_work"/pgbench/*.sql bench/pgbench/
+elif ! diff -ru bench/pgbench "$bench_work/pgbench" >&2; then
+  echo "bench: bench/pgbench/ no longer matches sql/queries/ and these settings;" \
+    "rerun with BENCH_WRITE_SCRIPTS=1 to rewrite it" >&2
+  exit 1
+fi
+
+db=$(bench_create_database bench)
 {
   echo "id,title,price_minor,currency"
   for i in $(seq 1 "$paintings"); do echo "bench-$i,Bench painting $i,1000,eur"; done
-} >"$work/catalog.csv"
-DATABASE_URL=$db "$build/paintlockctl" catalog import "$work/catalog.csv"
+} >"$bench_work/catalog.csv"
+DATABASE_URL=$db "$build/paintlockctl" catalog import "$bench_work/catalog.csv" >/dev/null
+psql "$db" -qc "INSERT INTO credit_accounts (id, balance)
+                SELECT i::text, $starting_balance FROM generate_series(1, $accounts) i"
 
-reset_locks() {
+# ---- Resets (every phase starts alike) and checks (after every phase) ------
+reset_reservations() {
   psql "$db" -qc "UPDATE painting_locks SET holder = NULL, held_until = NULL" \
     -qc "DELETE FROM reservation_items" -qc "DELETE FROM reservations" -qc "VACUUM ANALYZE" >/dev/null
 }
+reset_credits() {
+  psql "$db" -qc "DELETE FROM credit_holds" -qc "UPDATE credit_accounts SET balance = $starting_balance" \
+    -qc "VACUUM ANALYZE credit_holds" -qc "VACUUM ANALYZE credit_accounts" >/dev/null
+}
+reset_buckets() { psql "$db" -qc "TRUNCATE rate_limit_buckets" >/dev/null; }
+reset_quota() { psql "$db" -qc "TRUNCATE quota_usage" -qc "VACUUM ANALYZE quota_usage" >/dev/null; }
 
-# The gateway's own statement, with pgbench variables in place of $1..$3.
-sed -e "s/\$1::text\[\]/ARRAY['bench-' || :k]::text[]/" -e 's/\$2::integer/:hold/' \
-    -e 's/\$3::text/NULL::text/' -e '/^--/d' sql/queries/reserve.sql >"$work/reserve-stmt.sql"
-{ echo "\\set k random(1, $paintings)"; tr '\n' ' ' <"$work/reserve-stmt.sql"; echo ";"; } >"$work/pgbench.sql"
+pass() { echo "$2"; }
+# Every committed hold moved exactly one credit.
+check_balances() {  # SIDE JSON
+  local off
+  off=$(psql "$db" -Atqc "SELECT count(*) FROM credit_accounts a LEFT JOIN (SELECT account_id, count(*) AS n
+         FROM credit_holds WHERE state = 'committed' GROUP BY account_id) h ON h.account_id = a.id
+         WHERE a.balance + coalesce(h.n, 0) <> $starting_balance")
+  [[ "$off" == 0 ]] || { echo "bench: $off account(s) whose balance does not add up after $1" >&2; exit 1; }
+  echo "$2"
+}
+# Exactness under load: every decision the gateway allowed is one count in the table.
+check_quota() {  # SIDE JSON
+  local counted
+  counted=$(psql "$db" -Atc "SELECT coalesce(sum(used), 0) FROM quota_usage")
+  python3 -c 'import json, sys; r = json.loads(sys.argv[1]); r["counted"] = int(sys.argv[2]); print(json.dumps(r))' \
+    "$2" "$counted"
+}
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-key=bench-api-key-0123456789
-DATABASE_URL=$db PAINTLOCK_LISTEN=127.0.0.1:$port PAINTLOCK_API_KEY=$key \
-  STRIPE_SECRET_KEY=sk_test_bench STRIPE_API_BASE=http://127.0.0.1:9 STRIPE_WEBHOOK_SECRET=whsec_bench \
-  PAINTLOCK_LOG_LEVEL=${LOG_LEVEL:-info} PAINTLOCK_HOLD_SECONDS=$hold PAINTLOCK_DB_POOL=$clients PAINTLOCK_HTTP_THREADS=$((clients * 2)) \
-  "$build/paintlock" >"$work/gateway.log" 2>&1 &
-gw_pid=$!
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-
-pgbench_phase() {
-  rm -f "$work"/pgbench_log.*
-  (cd "$work" && pgbench -n -M prepared -c "$clients" -j 2 -T "$seconds" -D hold="$hold" -f pgbench.sql \
-    -l --log-prefix=pgbench_log "$db" >pgbench.out 2>&1)
-  local tps
-  tps=$(awk '/^tps = / {print $3; exit}' "$work/pgbench.out")
-  # Per-transaction latencies (µs, third column) from pgbench's log.
-  cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n >"$work/lat.txt"
-  local n p50 p99
-  n=$(wc -l <"$work/lat.txt")
-  p50=$(awk -v n="$n" 'NR == int(n * 0.50) + 1 {printf "%.3f", $1 / 1000; exit}' "$work/lat.txt")
-  p99=$(awk -v n="$n" 'NR == int(n * 0.99) + 1 {printf "%.3f", $1 / 1000; exit}' "$work/lat.txt")
-  echo "{\"tps\": $tps, \"p50_ms\": $p50, \"p99_ms\": $p99}"
+# ---- One workload: a gateway of its own, then alternating rounds -----------
+# measure NAME REQUESTS-PER-ITERATION PUBLISHING-ARRAY RESET CHECK SCRIPT
+#   GATEWAY-ENV (one string of VAR=VALUE words) LOAD-ARGS (one string)
+#   PGBENCH-ARGS (one string). Prints one line: NAME|requests|round JSONs…
+measure() {
+  local name=$1 per_iteration=$2 reset=$4 check=$5 script=$6
+  local -n publishing=$3
+  local gateway_env load_args pgbench_args
+  read -r -a gateway_env <<<"$7"
+  read -r -a load_args <<<"$8"
+  read -r -a pgbench_args <<<"$9"
+  bench_start_gateway "$db" "gateway-$name" "${publishing[@]}" "${gateway_env[@]}"
+  local pid=$gateway_pid line="$name|$per_iteration" r g p
+  # measure runs in a subshell: the script's own EXIT trap does not see this gateway.
+  trap "bench_stop_gateway $pid" EXIT
+  for r in $(seq 1 "$bench_rounds"); do
+    $reset
+    echo "bench: $name: round $r/$bench_rounds: gateway, $bench_clients clients, ${bench_seconds}s" >&2
+    g=$(bench_gateway_phase "$pid" "${load_args[@]}")
+    g=$($check "the gateway's phase" "$g")
+    $reset
+    echo "bench: $name: round $r/$bench_rounds: pgbench, $bench_clients clients, ${bench_seconds}s" >&2
+    p=$(for kv in "${publishing[@]}"; do export "${kv?}"; done
+        bench_pgbench_phase "$db" "$bench_work/pgbench/$script" "${pgbench_args[@]}")
+    p=$($check "pgbench's phase" "$p")
+    line+="|$g|$p"
+  done
+  line+="|{\"peak_rss_kb\": $(bench_peak_rss_kb "$pid")}"
+  bench_stop_gateway "$pid"
+  echo "$line"
 }
 
 results=()
-for r in $(seq 1 "$rounds"); do
-  reset_locks
-  echo "bench: round $r/$rounds: gateway, $clients clients, ${seconds}s" >&2
-  g=$("$build/reserve-load" --url "http://127.0.0.1:$port" --api-key "$key" --clients "$clients" \
-      --seconds "$seconds" --paintings "$paintings")
-  reset_locks
-  echo "bench: round $r/$rounds: pgbench, $clients clients, ${seconds}s" >&2
-  p=$(pgbench_phase)
-  results+=("$g|$p")
+for w in $workloads; do
+  case $w in
+    reserve | reserve-sql)
+      switch=PUBLISHING_ON
+      [[ $w == reserve-sql ]] && switch=PUBLISHING_OFF
+      result=$(measure "$w" 1 "$switch" reset_reservations pass reserve.sql \
+        "PAINTLOCK_HOLD_SECONDS=$hold" "--workload reserve --keys $paintings" \
+        "-D hold=$hold -D paintings=$paintings") ;;
+    credit-hold-commit)
+      result=$(measure "$w" 2 PUBLISHING_ON reset_credits check_balances credit_hold_commit.sql \
+        "" "--workload credit-hold-commit --keys $accounts" "-D accounts=$accounts") ;;
+    ratelimit-take)
+      result=$(measure "$w" 1 PUBLISHING_ON reset_buckets pass ratelimit_take.sql \
+        "PAINTLOCK_RATE_LIMITS=api:$capacity:$refill" "--workload ratelimit-take --keys $keys" \
+        "-D keys=$keys") ;;
+    quota-consume)
+      result=$(measure "$w" 1 PUBLISHING_ON reset_quota check_quota quota_consume.sql \
+        "PAINTLOCK_QUOTAS=bench:$quota_limit:UTC" "--workload quota-consume --keys $subjects" \
+        "-D lim=$quota_limit -D prefix=subject:bench- -D subjects=$subjects") ;;
+    *) echo "bench: unknown workload $w" >&2; exit 2 ;;
+  esac
+  results+=("$result")
 done
 
-python3 - "$build/bench-report.md" "$clients" "$seconds" "$paintings" "$hold" "${results[@]}" <<'PY'
-import json, sys, statistics, datetime
-out, clients, seconds, paintings, hold, *rows = sys.argv[1:]
-g = [json.loads(r.split('|')[0]) for r in rows]
-p = [json.loads(r.split('|')[1]) for r in rows]
-def mean(xs, k): return statistics.mean(x[k] for x in xs)
-lines = [
-  f"# Reservation benchmark ({datetime.date.today()})", "",
-  f"{clients} concurrent clients, {seconds} s per phase, {len(rows)} alternating rounds, "
-  f"{paintings} paintings, hold {hold} s, one painting per reservation. Same database, same SQL "
-  f"(sql/queries/reserve.sql); pgbench -M prepared vs the gateway's POST /v1/reservations driven by "
-  f"bench/reserve_load_main.cc over keep-alive HTTP. Both share the machine's cores with PostgreSQL.", "",
-  "| round | gateway tps | gateway p50 ms | gateway p99 ms | pgbench tps | pgbench p50 ms | pgbench p99 ms |",
-  "|---|---|---|---|---|---|---|"]
-for i, (a, b) in enumerate(zip(g, p), 1):
-  lines.append(f"| {i} | {a['tps']:.0f} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {b['tps']:.0f} | {b['p50_ms']:.2f} | {b['p99_ms']:.2f} |")
-tps_ratio = mean(g, 'tps') / mean(p, 'tps')
-p99_ratio = mean(g, 'p99_ms') / mean(p, 'p99_ms')
-p50_ratio = mean(g, 'p50_ms') / mean(p, 'p50_ms')
-lines += ["",
-  f"**throughput ratio gateway/pgbench: {tps_ratio:.2f}** (goal ≥ 0.85)  ",
-  f"**p99 ratio gateway/pgbench: {p99_ratio:.2f}** (goal ≤ 1.25)  ",
-  f"p50 ratio gateway/pgbench: {p50_ratio:.2f}  ",
-  f"gateway errors: {sum(x['errors'] for x in g)}, granted {sum(x['granted'] for x in g)}, conflicts {sum(x['conflicts'] for x in g)}"]
-text = "\n".join(lines) + "\n"
-open(out, "w").write(text)
-print(text)
-PY
+mkdir -p "$report_dir"
+report=$report_dir/$(date -u +%Y-%m-%d-%H%M)-bench.md
+python3 bench/report.py "$report" "$bench_clients" "$bench_seconds" "$bench_rounds" \
+  "paintings $paintings (hold ${hold} s), accounts $accounts, rate-limit keys $keys (bucket $capacity, refill $refill/s), quota subjects $subjects (limit $quota_limit)" \
+  "${PUBLISHING_OFF[*]}" "${LOG_LEVEL:-info}" "${results[@]}"
+echo "bench: report written to $report" >&2

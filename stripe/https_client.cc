@@ -1,16 +1,12 @@
 #include "stripe/https_client.h"
 
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +16,8 @@
 #include <utility>
 
 #include "base/log.h"
+#include "stripe/api_base.h"
+#include "stripe/responses.h"
 #include "stripe/session_form.h"
 
 namespace paintlock::stripe {
@@ -27,243 +25,13 @@ namespace paintlock::stripe {
 namespace {
 
 using json = nlohmann::json;
-using std::chrono::milliseconds;
 using base::EncodeForm;
 using base::PercentEncode;
+using std::chrono::milliseconds;
 
 constexpr char kFormContentType[] = "application/x-www-form-urlencoded";
 constexpr std::size_t kMaxIdempotencyKeyLength = 255;  // Stripe's limit
 constexpr int kMaxRetriesLimit = 20;
-
-// ---- Options -------------------------------------------------------------
-
-bool IsVisibleAscii(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7F; });
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool IsIpv4(const std::string& host, in_addr* addr) {
-  return inet_pton(AF_INET, host.c_str(), addr) == 1;
-}
-
-bool IsIpv6(const std::string& host, in6_addr* addr) {
-  return inet_pton(AF_INET6, host.c_str(), addr) == 1;
-}
-
-bool IsLoopbackHost(const std::string& host) {
-  if (host == "localhost") return true;
-  in_addr v4{};
-  if (IsIpv4(host, &v4)) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  if (IsIpv6(host, &v6)) return std::memcmp(&v6, &in6addr_loopback, sizeof v6) == 0;
-  return false;
-}
-
-bool IsHostName(const std::string& host) {
-  return !host.empty() && host.size() <= 253 && host.front() != '.' && host.front() != '-' &&
-         std::all_of(host.begin(), host.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
-         });
-}
-
-// api_base: scheme://host[:port][/]. Writes *error on failure.
-bool ParseApiBase(const std::string& url, bool* tls, std::string* host, int* port,
-                  std::string* error) {
-  const std::string what = "api_base \"" + url + "\"";
-  std::size_t sep = url.find("://");
-  if (sep == std::string::npos) {
-    *error = what + " must start with https:// (or http:// for a loopback host)";
-    return false;
-  }
-  const std::string scheme = Lower(url.substr(0, sep));
-  if (scheme != "https" && scheme != "http") {
-    *error = what + ": scheme must be https (or http for a loopback host), not \"" + scheme + "\"";
-    return false;
-  }
-  *tls = scheme == "https";
-  std::string rest = url.substr(sep + 3);
-  if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.find_first_of("/?#@ \t\r\n\\") != std::string::npos) {
-    *error = what + " must be scheme://host[:port] with no path, query, fragment or user info";
-    return false;
-  }
-  std::string host_text = rest;
-  std::optional<std::string> port_text;  // set when a ':' follows the host
-  if (!rest.empty() && rest.front() == '[') {
-    std::size_t close = rest.find(']');
-    if (close == std::string::npos) {
-      *error = what + ": unterminated IPv6 literal";
-      return false;
-    }
-    host_text = rest.substr(1, close - 1);
-    std::string after = rest.substr(close + 1);
-    if (!after.empty() && after.front() != ':') {
-      *error = what + ": unexpected text after the IPv6 literal";
-      return false;
-    }
-    if (!after.empty()) port_text = after.substr(1);
-    in6_addr v6{};
-    if (!IsIpv6(host_text, &v6)) {
-      *error = what + ": bad IPv6 literal";
-      return false;
-    }
-  } else {
-    std::size_t colon = rest.find(':');
-    if (colon != std::string::npos) {
-      if (rest.find(':', colon + 1) != std::string::npos) {
-        *error = what + ": an IPv6 host must be written in brackets, e.g. http://[::1]:12111";
-        return false;
-      }
-      host_text = rest.substr(0, colon);
-      port_text = rest.substr(colon + 1);
-    }
-    if (!IsHostName(host_text)) {
-      *error = what + ": missing or malformed host";
-      return false;
-    }
-  }
-  *host = Lower(host_text);
-  *port = *tls ? 443 : 80;
-  if (port_text) {
-    bool digits = !port_text->empty() && port_text->size() <= 5 &&
-                  std::all_of(port_text->begin(), port_text->end(),
-                              [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    int value = digits ? std::stoi(*port_text) : 0;
-    if (value < 1 || value > 65535) {
-      *error = what + ": port must be a number from 1 to 65535";
-      return false;
-    }
-    *port = value;
-  }
-  if (!*tls && !IsLoopbackHost(*host)) {
-    *error = what + ": plain http is allowed only to a loopback host (127.0.0.0/8, localhost, " +
-             "[::1]); use https for \"" + *host + "\"";
-    return false;
-  }
-  return true;
-}
-
-// True when `path` is a readable PEM file with at least one certificate.
-bool LoadsAsCaBundle(const std::string& path, std::string* why) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  std::fclose(f);
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  if (ctx == nullptr) {
-    *why = "OpenSSL could not create a context";
-    return false;
-  }
-  bool ok = SSL_CTX_load_verify_locations(ctx, path.c_str(), nullptr) == 1;
-  SSL_CTX_free(ctx);
-  ERR_clear_error();
-  if (!ok) *why = "no PEM certificate could be read from it";
-  return ok;
-}
-
-// ---- Responses -----------------------------------------------------------
-
-std::string StringField(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
-
-std::int64_t IntField(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || !it->is_number_integer()) return 0;
-  return it->get<std::int64_t>();
-}
-
-// A reference that Stripe sends as an id, as an expanded object, or as null.
-std::string IdField(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object()) return StringField(*it, "id");
-  return "";
-}
-
-// The JSON object in `body` if it looks like a Stripe object of kind `object`:
-// an object with a non-empty string id and, when present, the right `object`.
-std::optional<json> ParseObject(const std::string& body, const char* object) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || StringField(j, "id").empty()) return std::nullopt;
-  auto kind = j.find("object");
-  if (kind != j.end() && kind->is_string() && kind->get<std::string>() != object) {
-    return std::nullopt;
-  }
-  return j;
-}
-
-bool ParseSession(const std::string& body, CheckoutSession* s) {
-  std::optional<json> j = ParseObject(body, "checkout.session");
-  if (!j) return false;
-  s->id = StringField(*j, "id");
-  s->status = StringField(*j, "status");
-  s->payment_status = StringField(*j, "payment_status");
-  s->url = StringField(*j, "url");
-  s->payment_intent = IdField(*j, "payment_intent");
-  s->client_reference_id = StringField(*j, "client_reference_id");
-  s->currency = StringField(*j, "currency");
-  s->amount_total = IntField(*j, "amount_total");
-  s->expires_at_unix = IntField(*j, "expires_at");
-  s->created_unix = IntField(*j, "created");
-  auto meta = j->find("metadata");
-  if (meta != j->end() && meta->is_object()) {
-    for (auto it = meta->begin(); it != meta->end(); ++it) {
-      if (it.value().is_string()) {
-        s->metadata[it.key()] = it.value().get<std::string>();
-      } else if (!it.value().is_null()) {
-        s->metadata[it.key()] = it.value().dump();
-      }
-    }
-  }
-  return true;
-}
-
-bool ParseRefund(const std::string& body, Refund* r) {
-  std::optional<json> j = ParseObject(body, "refund");
-  if (!j) return false;
-  r->id = StringField(*j, "id");
-  r->status = StringField(*j, "status");
-  r->payment_intent = IdField(*j, "payment_intent");
-  r->amount = IntField(*j, "amount");
-  return true;
-}
-
-StripeError ErrorFromBody(int status, const std::string& body) {
-  StripeError e;
-  e.http_status = status;
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  auto detail = j.is_object() ? j.find("error") : j.end();
-  if (j.is_object() && detail != j.end() && detail->is_object()) {
-    e.type = StringField(*detail, "type");
-    e.code = StringField(*detail, "code");
-    e.message = StringField(*detail, "message");
-    e.param = StringField(*detail, "param");
-  }
-  if (e.type.empty()) e.type = "api_error";
-  if (e.message.empty()) {
-    e.message = "Stripe answered HTTP " + std::to_string(status) + " without a Stripe error body";
-  }
-  return e;
-}
-
-StripeError Unparseable(int status, const char* object) {
-  StripeError e;
-  e.http_status = status;
-  e.type = "api_error";
-  e.message = "Stripe answered HTTP " + std::to_string(status) + " but the body is not a " +
-              object + " object";
-  return e;
-}
 
 // Refusals of our own, for arguments Stripe could only reject. 400, like
 // Stripe's answer would be, so callers do not retry them.
@@ -343,6 +111,17 @@ bool TransportErrorIsTransient(httplib::Error e) {
       return true;
     default:
       return false;
+  }
+}
+
+// Runs one public call (local refusals, then Send); anything it throws
+// (allocation) becomes an InternalError, so no call ever throws.
+template <typename T, typename Call>
+StripeResult<T> Guarded(Call&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return InternalError(e.what());
   }
 }
 
@@ -436,9 +215,7 @@ std::unique_ptr<httplib::ClientImpl> HttpsStripeClient::NewConnection() const {
     if (SSL_CTX* ctx = tls->ssl_context()) {
       SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
       X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
-      in_addr v4{};
-      in6_addr v6{};
-      if (IsIpv4(endpoint_.host, &v4) || IsIpv6(endpoint_.host, &v6)) {
+      if (IsIpLiteral(endpoint_.host)) {
         X509_VERIFY_PARAM_set1_ip_asc(param, endpoint_.host.c_str());
       } else {
         X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
@@ -590,81 +367,56 @@ std::optional<StripeError> HttpsStripeClient::Call(const char* method, const std
   }
 }
 
+template <typename T>
+StripeResult<T> HttpsStripeClient::Send(const char* method, const std::string& path,
+                                        const std::string& form_body,
+                                        const std::string& idempotency_key) {
+  int status = 0;
+  std::string body;
+  if (auto error = Call(method, path, form_body, idempotency_key, &status, &body)) return *error;
+  T object;
+  if (auto error = DecodeResponse(status, body, &object)) return *error;
+  return object;
+}
+
 StripeResult<CheckoutSession> HttpsStripeClient::CreateCheckoutSession(
     const CreateSessionParams& p) {
-  try {
+  return Guarded<CheckoutSession>([&]() -> StripeResult<CheckoutSession> {
     if (auto refusal = CheckIdempotencyKey(p.idempotency_key)) return *refusal;
-    int status = 0;
-    std::string body;
-    if (auto error = Call("POST", "/v1/checkout/sessions", EncodeForm(CheckoutSessionForm(p)),
-                          p.idempotency_key, &status, &body)) {
-      return *error;
-    }
-    CheckoutSession session;
-    if (!ParseSession(body, &session)) return Unparseable(status, "checkout.session");
-    return session;
-  } catch (const std::exception& e) {
-    return InternalError(e.what());
-  }
+    return Send<CheckoutSession>("POST", "/v1/checkout/sessions",
+                                 EncodeForm(CheckoutSessionForm(p)), p.idempotency_key);
+  });
 }
 
 StripeResult<CheckoutSession> HttpsStripeClient::RetrieveCheckoutSession(const std::string& id) {
-  try {
+  return Guarded<CheckoutSession>([&]() -> StripeResult<CheckoutSession> {
     if (id.empty()) return LocalRefusal("id", "empty Checkout Session id");
-    int status = 0;
-    std::string body;
-    if (auto error =
-            Call("GET", "/v1/checkout/sessions/" + PercentEncode(id), "", "", &status, &body)) {
-      return *error;
-    }
-    CheckoutSession session;
-    if (!ParseSession(body, &session)) return Unparseable(status, "checkout.session");
-    return session;
-  } catch (const std::exception& e) {
-    return InternalError(e.what());
-  }
+    return Send<CheckoutSession>("GET", "/v1/checkout/sessions/" + PercentEncode(id), "", "");
+  });
 }
 
 StripeResult<CheckoutSession> HttpsStripeClient::ExpireCheckoutSession(const std::string& id) {
-  try {
+  return Guarded<CheckoutSession>([&]() -> StripeResult<CheckoutSession> {
     if (id.empty()) return LocalRefusal("id", "empty Checkout Session id");
     char nonce[17];
     std::snprintf(nonce, sizeof nonce, "%016llx", static_cast<unsigned long long>(NextNonce()));
-    std::string key = "expire-" + id + "-" + nonce;
+    const std::string key = "expire-" + id + "-" + nonce;
     if (CheckIdempotencyKey(key)) {
       return LocalRefusal("id", "Checkout Session id too long or not visible ASCII");
     }
-    int status = 0;
-    std::string body;
-    if (auto error = Call("POST", "/v1/checkout/sessions/" + PercentEncode(id) + "/expire", "", key,
-                          &status, &body)) {
-      return *error;
-    }
-    CheckoutSession session;
-    if (!ParseSession(body, &session)) return Unparseable(status, "checkout.session");
-    return session;
-  } catch (const std::exception& e) {
-    return InternalError(e.what());
-  }
+    return Send<CheckoutSession>("POST", "/v1/checkout/sessions/" + PercentEncode(id) + "/expire",
+                                 "", key);
+  });
 }
 
 StripeResult<Refund> HttpsStripeClient::CreateRefund(const std::string& payment_intent,
                                                      const std::string& idempotency_key) {
-  try {
+  return Guarded<Refund>([&]() -> StripeResult<Refund> {
     if (auto refusal = CheckIdempotencyKey(idempotency_key)) return *refusal;
     if (payment_intent.empty()) return LocalRefusal("payment_intent", "empty payment_intent");
-    int status = 0;
-    std::string body;
-    if (auto error = Call("POST", "/v1/refunds", EncodeForm({{"payment_intent", payment_intent}}),
-                          idempotency_key, &status, &body)) {
-      return *error;
-    }
-    Refund refund;
-    if (!ParseRefund(body, &refund)) return Unparseable(status, "refund");
-    return refund;
-  } catch (const std::exception& e) {
-    return InternalError(e.what());
-  }
+    return Send<Refund>("POST", "/v1/refunds", EncodeForm({{"payment_intent", payment_intent}}),
+                        idempotency_key);
+  });
 }
 
 }  // namespace paintlock::stripe

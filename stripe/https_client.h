@@ -129,6 +129,10 @@ class HttpsStripeClient final : public StripeClient {
   std::optional<StripeError> Call(const char* method, const std::string& path,
                                   const std::string& form_body, const std::string& idempotency_key,
                                   int* status, std::string* body);
+  // Call, then decodes the 2xx body as a T (stripe/responses.h).
+  template <typename T>
+  StripeResult<T> Send(const char* method, const std::string& path, const std::string& form_body,
+                       const std::string& idempotency_key);
   Exchange SendOnce(std::chrono::milliseconds read_timeout, const char* method,
                     const std::string& path, const std::string& form_body,
                     const std::string& idempotency_key);

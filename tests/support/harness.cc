@@ -59,6 +59,61 @@ std::string WithDatabase(const std::string& admin, const std::string& name) {
   return admin + " dbname=" + name;
 }
 
+// build/test-logs/<name>-<test pid>-<random>: where a process's output goes.
+std::string LogStem(const std::string& name) {
+  const std::string dir = BuildDir() + "/test-logs";
+  mkdir(dir.c_str(), 0755);
+  return dir + "/" + name + "-" + std::to_string(getpid()) + "-" + RandomSuffix();
+}
+
+int OpenLog(const std::string& path) {
+  return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+// A waitpid status as a shell shows it: the exit code, or 128+signal.
+int ExitCodeOf(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+
+// The one way the harness starts a program: argv[0] a path, `env` over the
+// test's environment (an empty value stays set, empty), stdout and stderr on
+// out_fd and err_fd (they may be the same), no signal blocked. Everything the
+// child needs is built before fork(): after it, in a threaded process, the
+// child may only exec. Closes both descriptors in the parent; returns the
+// child's pid, or -1 when fork fails.
+pid_t Launch(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+             int out_fd, int err_fd) {
+  std::map<std::string, std::string> merged;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    merged[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env) merged[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  close(out_fd);
+  if (err_fd != out_fd) close(err_fd);
+  return pid;
+}
+
 }  // namespace
 
 std::string AdminUrl() {
@@ -102,7 +157,8 @@ TestDatabase::TestDatabase(const std::map<std::string, long long>& paintings) {
     const std::string path = SourceDir() + "/fixtures/catalog.json";
     REQUIRE(admin::ParseCatalogFile(path, ReadFile(path), &entries, &problems));
   } else {
-    for (const auto& [id, price] : paintings) entries.push_back({id, "Painting " + id, price, "eur"});
+    for (const auto& [id, price] : paintings)
+      entries.push_back({id, "Painting " + id, price, "eur"});
   }
   locks::DatabaseOptions options;
   options.url = url_;
@@ -153,41 +209,11 @@ void CheckInvariants(TestDatabase& db) {
 
 Process::Process(const std::string& name, const std::vector<std::string>& argv,
                  const std::map<std::string, std::string>& env) {
-  const std::string dir = BuildDir() + "/test-logs";
-  mkdir(dir.c_str(), 0755);
-  log_path_ = dir + "/" + name + "-" + std::to_string(getpid()) + "-" + RandomSuffix() + ".log";
-  int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  log_path_ = LogStem(name) + ".log";
+  const int fd = OpenLog(log_path_);
   REQUIRE(fd >= 0);
-
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    merged[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env) merged[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-
-  pid_ = fork();
+  pid_ = Launch(argv, env, fd, fd);
   REQUIRE(pid_ >= 0);
-  if (pid_ == 0) {
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  close(fd);
 }
 
 Process::~Process() {
@@ -205,7 +231,7 @@ bool Process::Running() {
   pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == pid_) {
     exited_ = true;
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    status_ = ExitCodeOf(status);
     return false;
   }
   return true;
@@ -259,7 +285,8 @@ nlohmann::json FakeStripe::Control(const std::string& method, const std::string&
                                    const nlohmann::json& body) {
   Reply r = Request(base(), method, path, method == "GET" ? "" : body.dump());
   REQUIRE_MESSAGE(r.status >= 200, "fake Stripe control " << path << " gave no answer");
-  REQUIRE_MESSAGE(r.status < 300, "fake Stripe control " << path << " → " << r.status << " " << r.body);
+  REQUIRE_MESSAGE(r.status < 300,
+                  "fake Stripe control " << path << " → " << r.status << " " << r.body);
   return r.json;
 }
 
@@ -277,7 +304,8 @@ Gateway::Gateway(const TestDatabase& db, const std::string& stripe_base, Gateway
       {"STRIPE_TIMEOUT_MS", "2000"},
   };
   for (const auto& [k, v] : options.env) env[k] = v;
-  process_ = std::make_unique<Process>("gateway", std::vector<std::string>{BuildDir() + "/paintlock"}, env);
+  process_ = std::make_unique<Process>("gateway",
+                                       std::vector<std::string>{BuildDir() + "/paintlock"}, env);
   process_->WaitForPort();
 }
 
@@ -293,9 +321,10 @@ Reply Request(const std::string& base, const std::string& method, const std::str
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(30, 0);
   REQUIRE((method == "GET" || method == "POST" || method == "DELETE"));
-  httplib::Result res = method == "GET"    ? client.Get(path.c_str(), headers)
-                        : method == "POST" ? client.Post(path.c_str(), headers, body, content_type.c_str())
-                                           : client.Delete(path.c_str(), headers);
+  httplib::Result res = method == "GET" ? client.Get(path.c_str(), headers)
+                        : method == "POST"
+                            ? client.Post(path.c_str(), headers, body, content_type.c_str())
+                            : client.Delete(path.c_str(), headers);
   Reply reply;
   if (!res) return reply;
   reply.status = res->status;
@@ -311,9 +340,7 @@ Reply PostJson(const std::string& base, const std::string& path, const nlohmann:
   return Request(base, "POST", path, body.dump(), "application/json", headers);
 }
 
-httplib::Headers ApiKeyHeader() {
-  return {{"Authorization", std::string("Bearer ") + kApiKey}};
-}
+httplib::Headers ApiKeyHeader() { return {{"Authorization", std::string("Bearer ") + kApiKey}}; }
 
 nlohmann::json CompletedProcess::Json() const {
   nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
@@ -324,47 +351,14 @@ CompletedProcess RunToCompletion(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env,
                                  std::chrono::seconds timeout) {
   REQUIRE(!argv.empty());
-  const std::string dir = BuildDir() + "/test-logs";
-  mkdir(dir.c_str(), 0755);
-  const std::string base = argv[0].substr(argv[0].find_last_of('/') + 1);
-  const std::string stem = dir + "/" + base + "-" + std::to_string(getpid()) + "-" + RandomSuffix();
+  const std::string stem = LogStem(argv[0].substr(argv[0].find_last_of('/') + 1));
   const std::string out_path = stem + ".out", err_path = stem + ".err";
-  const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int out_fd = OpenLog(out_path);
+  const int err_fd = OpenLog(err_path);
   REQUIRE(out_fd >= 0);
   REQUIRE(err_fd >= 0);
-
-  // Everything the child needs is built before fork(): after it, in a
-  // threaded process, the child may only exec.
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    merged[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env) merged[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-
-  const pid_t pid = fork();
+  const pid_t pid = Launch(argv, env, out_fd, err_fd);
   REQUIRE(pid >= 0);
-  if (pid == 0) {
-    dup2(out_fd, 1);
-    dup2(err_fd, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  close(out_fd);
-  close(err_fd);
 
   CompletedProcess done;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -372,7 +366,7 @@ CompletedProcess RunToCompletion(const std::vector<std::string>& argv,
     int status = 0;
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) {
-      done.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      done.exit_code = ExitCodeOf(status);
       break;
     }
     if (std::chrono::steady_clock::now() > deadline) {

@@ -125,7 +125,7 @@ struct Shop {
 };
 
 struct Reply {
-  int status = 0;  // 0: no answer
+  int status = 0;       // 0: no answer
   nlohmann::json json;  // null unless the body is JSON
   std::string body;
   httplib::Headers headers;

@@ -1,0 +1,128 @@
+# bench/lib.sh: what every benchmark phase shares, sourced by bench/run.sh.
+# A private PostgreSQL cluster, a benchmark database, gateways on free
+# loopback ports, pgbench phases with latency percentiles from pgbench's own
+# per-transaction log, and the gateway's CPU time and peak RSS from /proc.
+#
+# Knobs (environment): BENCH_CLIENTS (32), BENCH_SECONDS per phase (8),
+# BENCH_ROUNDS (2), LOG_LEVEL of the gateways (info, as in production). A smoke
+# run: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1.
+# Functions print JSON objects on stdout; progress goes to stderr.
+
+bench_clients=${BENCH_CLIENTS:-32}
+bench_seconds=${BENCH_SECONDS:-8}
+bench_rounds=${BENCH_ROUNDS:-2}
+bench_api_key=bench-api-key-0123456789
+
+# bench_start_cluster BUILD: starts $BUILD/pg, sets bench_admin_url and
+# bench_work, and stops every gateway and the cluster when the script exits.
+bench_gateway_pids=()
+bench_start_cluster() {
+  bench_build=$1
+  bench_work=$bench_build/bench
+  mkdir -p "$bench_work"
+  bench_admin_url=$(fixtures/pg-cluster.sh start "$bench_build/pg")
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  local pid
+  for pid in "${bench_gateway_pids[@]}"; do
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  done
+  fixtures/pg-cluster.sh stop "$bench_build/pg"
+}
+
+# bench_create_database NAME: a fresh, migrated database; prints its URL.
+bench_create_database() {
+  psql "$bench_admin_url" -qc "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -qc "CREATE DATABASE $1"
+  local url=${bench_admin_url/\/postgres\?/\/$1?}
+  DATABASE_URL=$url "$bench_build/paintlockctl" migrate >/dev/null
+  echo "$url"
+}
+
+bench_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# bench_start_gateway DB_URL NAME [VAR=VALUE...]: a gateway with the bench
+# API key, a dead Stripe, one pooled connection per client and the extra
+# environment given; waits until it is ready. Sets gateway_pid and
+# gateway_url; its log is $bench_work/NAME.log.
+bench_start_gateway() {
+  local db=$1 name=$2
+  shift 2
+  local port
+  port=$(bench_free_port)
+  env DATABASE_URL="$db" PAINTLOCK_LISTEN="127.0.0.1:$port" PAINTLOCK_API_KEY="$bench_api_key" \
+    STRIPE_SECRET_KEY=sk_test_bench STRIPE_API_BASE=http://127.0.0.1:9 \
+    STRIPE_WEBHOOK_SECRET=whsec_bench PAINTLOCK_LOG_LEVEL="${LOG_LEVEL:-info}" \
+    PAINTLOCK_DB_POOL="$bench_clients" PAINTLOCK_HTTP_THREADS=$((bench_clients * 2)) \
+    "$@" "$bench_build/paintlock" >"$bench_work/$name.log" 2>&1 &
+  gateway_pid=$!
+  gateway_url=http://127.0.0.1:$port
+  bench_gateway_pids+=("$gateway_pid")
+  local _
+  for _ in $(seq 100); do curl -fs "$gateway_url/readyz" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  kill "$gateway_pid" 2>/dev/null || true
+  echo "bench: the gateway $name did not become ready; its log:" >&2
+  cat "$bench_work/$name.log" >&2
+  exit 1
+}
+
+bench_stop_gateway() {  # PID
+  kill "$1" 2>/dev/null && wait "$1" 2>/dev/null || true
+}
+
+# CPU clock ticks (user + system) a process has used so far.
+bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# The process's peak resident set (VmHWM), in kB.
+bench_peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+
+# bench_gateway_phase PID LOAD-ARGS...: runs bench/load_main.cc against the
+# gateway PID serves, and adds to its JSON the gateway's CPU µs per iteration
+# (utime + stime over the phase, from /proc).
+bench_gateway_phase() {
+  local pid=$1
+  shift
+  local before after out
+  before=$(bench_cpu_ticks "$pid")
+  out=$("$bench_build/load" --url "$gateway_url" --api-key "$bench_api_key" \
+    --clients "$bench_clients" --seconds "$bench_seconds" "$@")
+  after=$(bench_cpu_ticks "$pid")
+  python3 -c 'import json, sys, os
+r = json.loads(sys.argv[1])
+ticks = int(sys.argv[3]) - int(sys.argv[2])
+r["gateway_cpu_us"] = 1e6 * ticks / os.sysconf("SC_CLK_TCK") / max(r["iterations"], 1)
+print(json.dumps(r))' "$out" "$before" "$after"
+}
+
+# bench_pgbench_phase DB_URL SCRIPT [PGBENCH-ARGS...]: pgbench -M prepared
+# with the bench's clients and seconds. Prints {tps, p50_ms, p99_ms,
+# transactions, failed}; latencies are pgbench's own per-transaction log.
+bench_pgbench_phase() {
+  local db=$1 script=$2
+  shift 2
+  rm -f "$bench_work"/pgbench_log.*
+  (cd "$bench_work" && pgbench -n -M prepared -c "$bench_clients" -j 2 -T "$bench_seconds" \
+    -f "$script" -l --log-prefix=pgbench_log "$@" "$db" >pgbench.out 2>&1) ||
+    { cat "$bench_work/pgbench.out" >&2; exit 1; }
+  local tps failed
+  tps=$(awk '/^tps = / {print $3; exit}' "$bench_work/pgbench.out")
+  failed=$(awk '/^number of failed transactions: / {print $5; exit}' "$bench_work/pgbench.out")
+  # Per-transaction latencies (µs, third column) from pgbench's log.
+  cat "$bench_work"/pgbench_log.* | awk '{print $3}' | sort -n >"$bench_work/lat.txt"
+  local n p50 p99
+  n=$(wc -l <"$bench_work/lat.txt")
+  p50=$(awk -v n="$n" 'NR == int(n * 0.50) + 1 {printf "%.3f", $1 / 1000; exit}' "$bench_work/lat.txt")
+  p99=$(awk -v n="$n" 'NR == int(n * 0.99) + 1 {printf "%.3f", $1 / 1000; exit}' "$bench_work/lat.txt")
+  echo "{\"tps\": $tps, \"p50_ms\": ${p50:-0}, \"p99_ms\": ${p99:-0}, \"transactions\": $n, \"failed\": ${failed:-0}}"
+}
+
+# bench_statement SQL_FILE SED-ARGS...: a gateway statement from sql/queries/
+# with pgbench variables in place of $1..$n, comments dropped, on one line.
+bench_statement() {
+  local file=$1
+  shift
+  sed "$@" -e '/^--/d' "$file" | tr '\n' ' '
+}

@@ -1,0 +1,102 @@
+"""The `make bench` report: one table over every workload, gateway vs pgbench.
+
+Called by bench/run.sh as
+  report.py OUT CLIENTS SECONDS ROUNDS SETUP PUBLISHING_OFF LOG_LEVEL ROW...
+where each ROW is NAME|REQUESTS_PER_ITERATION|gateway JSON|pgbench JSON|…(per
+round)…|{"peak_rss_kb": N}. Writes markdown to OUT and prints it.
+"""
+import datetime
+import json
+import statistics
+import sys
+
+out, clients, seconds, rounds, setup, publishing_off, log_level, *rows = sys.argv[1:]
+
+TITLES = {
+    "reserve": "reserve, availability publishing on",
+    "reserve-sql": "reserve SQL, availability publishing off",
+    "credit-hold-commit": "credit hold + commit",
+    "ratelimit-take": "rate-limit take",
+    "quota-consume": "quota consume",
+}
+SQL = {
+    "reserve": "reserve.sql",
+    "reserve-sql": "reserve.sql",
+    "credit-hold-commit": "credit_hold.sql + credit_commit.sql",
+    "ratelimit-take": "ratelimit_take.sql",
+    "quota-consume": "quota_consume.sql",
+}
+
+
+def mean(xs, key):
+    return statistics.mean(x[key] for x in xs)
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")
+
+
+workloads = []
+for row in rows:
+    name, per_iteration, *phases = row.split("|")
+    rss = json.loads(phases.pop())["peak_rss_kb"]
+    gateway = [json.loads(x) for x in phases[0::2]]
+    pgbench = [json.loads(x) for x in phases[1::2]]
+    workloads.append((name, int(per_iteration), gateway, pgbench, rss))
+
+stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+lines = [
+    f"# Benchmark: the gateway vs pgbench on the same SQL ({stamp})", "",
+    f"{clients} concurrent clients, {seconds} s per phase, {rounds} alternating round(s) per "
+    f"workload, one gateway per workload (log level {log_level}). {setup}. The gateway is driven "
+    f"by bench/load_main.cc over keep-alive HTTP; pgbench -M prepared runs bench/pgbench/*.sql, "
+    f"the gateway's statements from sql/queries/. Both share the machine's cores with "
+    f"PostgreSQL; synchronous_commit on. Publishing off: `{publishing_off}`.", "",
+    "Ratios are gateway/pgbench over the means of the rounds. CPU is the gateway process's "
+    "utime + stime over its phases divided by the HTTP requests it answered; RSS is its VmHWM.",
+    "",
+    "| workload | gateway tps | pgbench tps | **tps ratio** | gateway p50 / p99 ms | "
+    "pgbench p50 / p99 ms | p50 ratio | **p99 ratio** | gateway CPU µs/request | "
+    "gateway peak RSS MB | gateway errors |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+]
+for name, per_iteration, g, p, rss in workloads:
+    cpu = mean(g, "gateway_cpu_us") / per_iteration
+    lines.append(
+        f"| {TITLES.get(name, name)} | {mean(g, 'tps'):.0f} | {mean(p, 'tps'):.0f} | "
+        f"**{ratio(mean(g, 'tps'), mean(p, 'tps')):.2f}** | "
+        f"{mean(g, 'p50_ms'):.2f} / {mean(g, 'p99_ms'):.2f} | "
+        f"{mean(p, 'p50_ms'):.2f} / {mean(p, 'p99_ms'):.2f} | "
+        f"{ratio(mean(g, 'p50_ms'), mean(p, 'p50_ms')):.2f} | "
+        f"**{ratio(mean(g, 'p99_ms'), mean(p, 'p99_ms')):.2f}** | {cpu:.0f} | {rss / 1024:.1f} | "
+        f"{sum(x['errors'] for x in g)} |")
+
+by_name = {w[0]: w for w in workloads}
+if "reserve" in by_name and "reserve-sql" in by_name:
+    g, p = by_name["reserve"][2], by_name["reserve-sql"][3]
+    lines += ["", "Reserve through the gateway (publishing on) vs pgbench on the same SQL with "
+              f"publishing off: **{ratio(mean(g, 'tps'), mean(p, 'tps')):.2f}** throughput, "
+              f"p99 {ratio(mean(g, 'p99_ms'), mean(p, 'p99_ms')):.2f}."]
+
+lines += ["", "## Rounds", ""]
+for name, per_iteration, g, p, rss in workloads:
+    lines += [f"### {TITLES.get(name, name)}", "",
+              f"SQL: `sql/queries/{SQL.get(name, '?')}`; {per_iteration} request(s) per "
+              "gateway iteration, one pgbench transaction each.", "",
+              "| round | gateway tps | p50 ms | p99 ms | ok | refused | errors | "
+              "pgbench tps | p50 ms | p99 ms | failed |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for i, (a, b) in enumerate(zip(g, p), 1):
+        lines.append(
+            f"| {i} | {a['tps']:.0f} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['ok']} | "
+            f"{a['refused']} | {a['errors']} | {b['tps']:.0f} | {b['p50_ms']:.2f} | "
+            f"{b['p99_ms']:.2f} | {b['failed']} |")
+    if name == "quota-consume":
+        off = sum(1 for a in g if a["ok"] != a["counted"])
+        lines += ["", f"Rounds where the gateway's 200s ≠ the counts in quota_usage: {off}"]
+    lines.append("")
+
+text = "\n".join(lines)
+with open(out, "w") as f:
+    f.write(text)
+print(text)
