@@ -22,11 +22,10 @@ namespace paintlock::gateway {
 struct Config {
   std::string database_url;
   std::string listen_host = "127.0.0.1";
-  int listen_port = 8080;                            // 0: any free port (logged at start)
+  int listen_port = 8080;  // 0: any free port (logged at start)
   std::string public_url = "http://127.0.0.1:8080";  // where buyers reach the gateway
-  std::string
-      success_url;  // default: {public_url}/shop/success.html?session_id={CHECKOUT_SESSION_ID}
-  std::string cancel_url;  // default: {public_url}/shop/
+  std::string success_url;  // default: {public_url}/shop/success.html?session_id={CHECKOUT_SESSION_ID}
+  std::string cancel_url;   // default: {public_url}/shop/
 
   std::string stripe_secret_key;
   std::string stripe_api_base = "https://api.stripe.com";
@@ -63,7 +62,7 @@ struct Config {
   // Issue 6 (locks/QUOTAS.md): daily quotas per visitor, and the licences
   // that lift them. An empty licence secret: subscription webhooks answer 503.
   std::vector<locks::QuotaPolicy> quotas = locks::DefaultQuotaPolicies();  // PAINTLOCK_QUOTAS
-  std::string license_secret;                      // PAINTLOCK_LICENSE_SECRET, >= 32 chars
+  std::string license_secret;                    // PAINTLOCK_LICENSE_SECRET, >= 32 chars
   std::chrono::seconds license_cache_max_age{45};  // PAINTLOCK_LICENSE_CACHE_SECONDS
 
   // Issue 5 (fixtures/storefront/README.md): the storefront side.
@@ -76,6 +75,7 @@ struct Config {
   // PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS: how soon a lost publish heals.
   std::chrono::seconds availability_full_read{30};
 };
+
 
 // Reads every setting; each problem found is appended to *problems as one
 // line ("PAINTLOCK_HOLD_SECONDS: must be a whole number of seconds from 30 to
