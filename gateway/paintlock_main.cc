@@ -176,8 +176,7 @@ int main(int argc, char** argv) {
   stream_options.heartbeat = config.stream_heartbeat;
   gateway::AvailabilityStream availability(stream_options);
   gateway::AvailabilityListenerOptions listener_options;
-  listener_options.database_url = config.database_url;
-  listener_options.statement_timeout = config.db_statement_timeout;
+  listener_options.database = db_options;
   listener_options.full_read_interval = config.availability_full_read;
   gateway::AvailabilityListener availability_listener(listener_options, availability);
   availability_listener.Start();

@@ -41,17 +41,21 @@ std::unique_ptr<Database> Database::Open(const DatabaseOptions& options, std::st
   return db;
 }
 
+void ApplySessionSettings(pqxx::connection_base& c, const DatabaseOptions& options,
+                          const std::string& application_name) {
+  pqxx::nontransaction n(c);
+  n.exec("SET lock_timeout = " + std::to_string(options.lock_timeout.count()) +
+         "; SET statement_timeout = " + std::to_string(options.statement_timeout.count()) +
+         "; SET idle_in_transaction_session_timeout = " +
+         std::to_string(options.idle_in_transaction_timeout.count()) +
+         "; SET synchronous_commit = on; SET application_name = " + n.quote(application_name));
+  n.commit();
+}
+
 std::unique_ptr<pqxx::connection> Database::Connect(std::string* error) {
   try {
     auto c = std::make_unique<pqxx::connection>(options_.url);
-    pqxx::nontransaction n(*c);
-    n.exec("SET lock_timeout = " + std::to_string(options_.lock_timeout.count()) +
-           "; SET statement_timeout = " + std::to_string(options_.statement_timeout.count()) +
-           "; SET idle_in_transaction_session_timeout = " +
-           std::to_string(options_.idle_in_transaction_timeout.count()) +
-           "; SET synchronous_commit = on; SET application_name = " +
-           n.quote(options_.application_name));
-    n.commit();
+    ApplySessionSettings(*c, options_, options_.application_name);
     for (const NamedQuery& q : NamedQueries()) c->prepare(q.name, q.sql);
     return c;
   } catch (const pqxx::broken_connection& e) {

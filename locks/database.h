@@ -72,6 +72,12 @@ struct DbFailure {
 template <class T>
 using DbResult = std::variant<T, DbFailure>;
 
+// Sets the session settings every connection of paintlock's has (the
+// timeouts of `options`, synchronous_commit on) and its application_name.
+// Throws what libpqxx throws.
+void ApplySessionSettings(pqxx::connection_base& c, const DatabaseOptions& options,
+                          const std::string& application_name);
+
 // The connection string with any password replaced by "***", for logs.
 std::string RedactConnectionString(const std::string& url);
 
