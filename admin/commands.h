@@ -16,10 +16,10 @@ void RegisterSoldCommands(CommandRegistry& registry);      // sold_command.cc
 void RegisterSweepCommand(CommandRegistry& registry);      // sweep_command.cc
 void RegisterEventsCommand(CommandRegistry& registry);     // events_command.cc
 void RegisterReconcileCommand(CommandRegistry& registry);  // reconcile_command.cc
-void RegisterQuotaCommands(CommandRegistry& registry);     // quota_command.cc (issue 6)
-void RegisterLicensesCommand(CommandRegistry& registry);   // licenses_command.cc (issue 6)
-void RegisterCreditsCommands(CommandRegistry& registry);   // credits_command.cc (issue 7)
-void RegisterLeasesCommand(CommandRegistry& registry);     // leases_command.cc (issue 7)
+void RegisterQuotaCommands(CommandRegistry& registry);     // quota_command.cc
+void RegisterLicensesCommand(CommandRegistry& registry);   // licenses_command.cc
+void RegisterCreditsCommands(CommandRegistry& registry);   // credits_command.cc
+void RegisterLeasesCommand(CommandRegistry& registry);     // leases_command.cc
 
 // All of the above, in the order `paintlockctl --help` lists them.
 inline void RegisterAllCommands(CommandRegistry& registry) {
@@ -30,10 +30,10 @@ inline void RegisterAllCommands(CommandRegistry& registry) {
   RegisterReconcileCommand(registry);
   RegisterEventsCommand(registry);
   RegisterSweepCommand(registry);
-  RegisterQuotaCommands(registry);    // issue 6
-  RegisterLicensesCommand(registry);  // issue 6
-  RegisterCreditsCommands(registry);  // issue 7
-  RegisterLeasesCommand(registry);    // issue 7
+  RegisterQuotaCommands(registry);
+  RegisterLicensesCommand(registry);
+  RegisterCreditsCommands(registry);
+  RegisterLeasesCommand(registry);
   RegisterCatalogCommands(registry);
   RegisterMigrateCommand(registry);
 }

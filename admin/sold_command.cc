@@ -2,6 +2,7 @@
 // cleared by hand (sql/migrations/0003: paintlock_admin_mark_sold and
 // paintlock_admin_mark_unsold decide under the painting's lock row).
 #include "admin/commands.h"
+#include "locks/availability_publisher.h"
 
 namespace paintlock::admin {
 
@@ -64,6 +65,7 @@ int Sold(CommandContext& ctx) {
   });
   if (auto* f = std::get_if<locks::DbFailure>(&marked))
     return ctx.FailDatabase(*f, "sold " + painting);
+  db->availability().PaintingsChanged({painting});
   nlohmann::json row = std::get<nlohmann::json>(marked);
   const std::string outcome = row["outcome"];
   nlohmann::json report = {{"painting", painting}, {"outcome", outcome}};
@@ -101,6 +103,7 @@ int Unsold(CommandContext& ctx) {
   });
   if (auto* f = std::get_if<locks::DbFailure>(&marked))
     return ctx.FailDatabase(*f, "unsold " + painting);
+  db->availability().PaintingsChanged({painting});
   nlohmann::json row = std::get<nlohmann::json>(marked);
   const std::string outcome = row["outcome"];
   nlohmann::json report = {{"painting", painting}, {"outcome", outcome}, {"sale", row["sale"]}};

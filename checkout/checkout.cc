@@ -91,9 +91,7 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart) {
       granted.reservation_id, session.id,
       session.expires_at_unix ? session.expires_at_unix : params.expires_at_unix);
   if (auto* f = std::get_if<locks::DbFailure>(&attached)) {
-    // We cannot tell whether it attached: leave the session open. Its webhooks
-    // name the reservation in metadata, and a take-over will expire it.
-    return *f;
+    return AfterFailedAttach(granted, session, *f);
   }
   if (!std::get<bool>(attached)) {
     base::LogWarn("reservation_lost_during_stripe_call",
@@ -107,6 +105,36 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart) {
   base::LogInfo("checkout_started",
                 {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
   return CheckoutStarted{granted.reservation_id, session.url, granted.held_until};
+}
+
+CheckoutOutcome Checkout::AfterFailedAttach(const locks::Granted& granted,
+                                            const stripe::CheckoutSession& session,
+                                            const locks::DbFailure& failure) {
+  // The hold is committed; whether the session is attached, only the
+  // database can say.
+  auto found = reservations_.Get(granted.reservation_id);
+  if (const auto* view = std::get_if<std::optional<locks::ReservationView>>(&found)) {
+    if (*view && (*view)->stripe_session_id == session.id && (*view)->state == "held" &&
+        (*view)->holds) {
+      base::LogInfo("checkout_started", {{"reservation_id", granted.reservation_id},
+                                         {"session_id", session.id},
+                                         {"attach", "confirmed after a database failure"}});
+      return CheckoutStarted{granted.reservation_id, session.url, granted.held_until};
+    }
+  }
+  // Not started. Undo the hold so the answer "nothing was reserved" is true;
+  // if that cannot be done either, the answer says a hold may remain.
+  auto released = release_.Release(granted.reservation_id, "database_unavailable");
+  if (released && std::holds_alternative<Released>(*released)) {
+    if (stripe::ErrorOf(stripe_.ExpireCheckoutSession(session.id))) {
+      base::LogWarn("expire_after_failed_attach_failed", {{"session_id", session.id}});
+    }
+    return locks::DbFailure{locks::DbFailureKind::kUnavailable, failure.detail};
+  }
+  // The session stays open: its webhooks name the reservation in metadata.
+  base::LogWarn("checkout_interrupted",
+                {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
+  return locks::DbFailure{locks::DbFailureKind::kUnavailable, failure.detail, true};
 }
 
 Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,

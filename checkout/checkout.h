@@ -11,7 +11,9 @@
 //     reservation id as Idempotency-Key, client_reference_id and metadata.
 //  4. Attach the session, checking the reservation still holds everything;
 //     if it lost a painting meanwhile, expire the session and report the 409.
-//  If Stripe fails, the reservation is released before answering.
+//  If Stripe fails, the reservation is released before answering. If the
+//  database fails after the hold committed, the answer is what the database
+//  says afterwards (started, or released), or that a hold may remain.
 //
 // Thread-safe; holds no state of its own between calls.
 #pragma once
@@ -86,6 +88,12 @@ class Checkout {
   // gets the painting on this request (fail safe), and the refusal is audited.
   CheckoutOutcome TakeOverRefused(const locks::LapsedSession& lapsed,
                                   const stripe::StripeError& error);
+  // Attaching the session failed although the hold committed: confirms the
+  // attach by reading the reservation, or releases the hold, or (when
+  // neither is possible) says a hold may remain (may_have_committed).
+  CheckoutOutcome AfterFailedAttach(const locks::Granted& granted,
+                                    const stripe::CheckoutSession& session,
+                                    const locks::DbFailure& failure);
   // What stands in the way of a cart right now (after a lost attach).
   CheckoutOutcome WhatIsInTheWay(const std::vector<std::string>& cart);
 

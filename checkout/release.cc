@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "locks/availability_publisher.h"
 #include "locks/reservations.h"
 
 namespace paintlock::checkout {
@@ -37,7 +38,10 @@ ReleaseOutcome ReleaseInDatabase(const ReleaseSubject& s, const std::string& rea
   });
   if (auto* f = std::get_if<locks::DbFailure>(&answer)) return *f;
   const Answer& a = std::get<Answer>(answer);
-  if (a.outcome == "released") return Released{forced, stripe_status};
+  if (a.outcome == "released") {
+    db.availability().ReservationChanged(s.reservation_id);
+    return Released{forced, stripe_status};
+  }
   if (a.outcome == "not_found") return ChangedMeanwhile{"deleted"};
   if (a.state == "released" || a.state == "refunded") {
     return AlreadyOver{a.state, "it ended while we released it"};

@@ -222,6 +222,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Integer("PAINTLOCK_MAX_CONNECTIONS", 16, 1000000, "a whole number", &c.max_connections);
   r.Integer("PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS", 1, 1000000, "a whole number",
             &c.max_connections_per_address);
+  r.Seconds("PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS", 1, 3600, &c.availability_full_read);
   return c;
 }
 
@@ -272,6 +273,8 @@ std::string ConfigHelp() {
   PAINTLOCK_MAX_STREAMS             open /v1/paintings/stream connections, 0..2000 (default 200);
                                     more get 503. They hold no worker thread
   PAINTLOCK_STREAM_HEARTBEAT_SECONDS  comment line on an idle stream, 1..300 (default 15)
+  PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS  every stream's full re-read, 1..3600 (default 30):
+                                    the longest a change whose publish was lost stays unseen
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
   STRIPE_CA_FILE                    extra CA bundle to trust (optional)

@@ -82,6 +82,8 @@ struct Config {
   std::size_t max_header_bytes = 16 * 1024;   // PAINTLOCK_MAX_HEADER_BYTES
   int max_connections = 4096;                 // PAINTLOCK_MAX_CONNECTIONS
   int max_connections_per_address = 64;       // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
+  // PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS: how soon a lost publish heals.
+  std::chrono::seconds availability_full_read{30};
 };
 
 

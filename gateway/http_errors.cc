@@ -248,6 +248,13 @@ HttpError ErrorFor(const locks::DbFailure& failure, Surface surface) {
       }
       break;
     case locks::DbFailureKind::kUnavailable:
+      if (failure.may_have_committed && surface == Surface::kPaintings) {
+        return {503, "unavailable",
+                "The gateway lost its database part-way through. Your paintings may be held "
+                "for you for a few minutes (the hold lapses by itself); nothing was charged. "
+                "Please try again shortly.",
+                json::object(), 2};
+      }
       return {503, "unavailable",
               surface == Surface::kPaintings
                   ? "The gateway cannot reach its database right now. Nothing was reserved or "

@@ -194,8 +194,10 @@ int main(int argc, char** argv) {
   stream_options.max_streams = config.max_streams;
   stream_options.heartbeat = config.stream_heartbeat;
   gateway::AvailabilityStream availability(stream_options);
-  gateway::AvailabilityListener availability_listener(
-      {config.database_url, config.db_statement_timeout}, availability);
+  gateway::AvailabilityListenerOptions listener_options;
+  listener_options.database = db_options;
+  listener_options.full_read_interval = config.availability_full_read;
+  gateway::AvailabilityListener availability_listener(listener_options, availability);
   availability.SetChangeObserver([&server] { server.WakePushStreams(); });
   availability_listener.Start();
   services.availability = &availability;

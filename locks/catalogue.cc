@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "locks/availability_publisher.h"
 #include "locks/reservations.h"
 
 namespace paintlock::locks {
@@ -39,7 +40,7 @@ PaintingView ViewOf(const pqxx::row& row) {
 }  // namespace
 
 DbResult<std::vector<PaintingView>> Catalogue::List() {
-  return db_.Run("paintings_list", [&](pqxx::connection& c) {
+  return db_.RunIdempotent("paintings_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<PaintingView> out;
     for (const auto& row : n.exec_prepared("paintings_list")) out.push_back(ViewOf(row));
@@ -48,7 +49,7 @@ DbResult<std::vector<PaintingView>> Catalogue::List() {
 }
 
 DbResult<std::optional<PaintingView>> Catalogue::Get(const std::string& id) {
-  return db_.Run("painting_get", [&](pqxx::connection& c) -> std::optional<PaintingView> {
+  return db_.RunIdempotent("painting_get", [&](pqxx::connection& c) -> std::optional<PaintingView> {
     pqxx::nontransaction n(c);
     pqxx::result r = n.exec_prepared("painting_get", id);
     if (r.empty()) return std::nullopt;
@@ -58,7 +59,7 @@ DbResult<std::optional<PaintingView>> Catalogue::Get(const std::string& id) {
 
 DbResult<std::vector<CatalogueEntry>> Catalogue::ForCart(const std::vector<std::string>& ids) {
   const std::string cart = TextArrayLiteral(ids);
-  return db_.Run("catalog_for_cart", [&](pqxx::connection& c) {
+  return db_.RunIdempotent("catalog_for_cart", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<CatalogueEntry> out;
     for (const auto& row : n.exec_prepared("catalog_for_cart", cart)) {
@@ -70,16 +71,16 @@ DbResult<std::vector<CatalogueEntry>> Catalogue::ForCart(const std::vector<std::
 }
 
 DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entries, bool force) {
-  return db_.Run("catalog_import", [&](pqxx::connection& c) {
+  std::vector<std::string> changed;
+  auto imported = db_.Run("catalog_import", [&](pqxx::connection& c) {
     ImportReport report;
+    changed.clear();
     pqxx::work w(c);
     for (const CatalogueEntry& e : entries) {
-      pqxx::result have = w.exec_params(
-          "SELECT s.title, s.price_minor, s.currency, s.state FROM painting_states s WHERE s.id = $1",
-          e.id);
+      pqxx::result have = w.exec_prepared("catalog_import_current", e.id);
       if (have.empty()) {
-        w.exec_params("INSERT INTO paintings (id, title, price_minor, currency) VALUES ($1, $2, $3, $4)",
-                      e.id, e.title, e.price_minor, e.currency);
+        w.exec_prepared("catalog_import_add", e.id, e.title, e.price_minor, e.currency);
+        changed.push_back(e.id);
         ++report.added;
         continue;
       }
@@ -95,19 +96,20 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
         report.refused.push_back(e.id + " is " + row["state"].as<std::string>());
         continue;
       }
-      w.exec_params(
-          "UPDATE paintings SET title = $2, price_minor = $3, currency = $4, updated_at = now() "
-          "WHERE id = $1",
-          e.id, e.title, e.price_minor, e.currency);
+      w.exec_prepared("catalog_import_update", e.id, e.title, e.price_minor, e.currency);
+      changed.push_back(e.id);
       ++report.updated;
     }
     if (report.refused.empty()) {
       w.commit();
     } else {
       report.added = report.updated = report.unchanged = 0;  // rolled back: nothing changed
+      changed.clear();
     }
     return report;
   });
+  if (std::holds_alternative<ImportReport>(imported)) db_.availability().PaintingsChanged(changed);
+  return imported;
 }
 
 }  // namespace paintlock::locks

@@ -1,9 +1,13 @@
 #include "locks/database.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <regex>
 #include <thread>
 
 #include "base/log.h"
+#include "locks/availability_publisher.h"
 #include "locks/sql_files.h"
 
 namespace paintlock::locks {
@@ -22,29 +26,36 @@ std::string RedactConnectionString(const std::string& url) {
 
 Database::Database(DatabaseOptions options) : options_(std::move(options)) {}
 
-Database::~Database() = default;
+Database::~Database() { availability_.reset(); }
 
 std::unique_ptr<Database> Database::Open(const DatabaseOptions& options, std::string* error) {
   std::unique_ptr<Database> db(new Database(options));
   auto first = db->Connect(error);
   if (!first) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(db->mu_);
+    db->open_ = 1;
+  }
   db->Give(std::move(first));
-  std::lock_guard<std::mutex> lock(db->mu_);
-  db->open_ = 1;
+  db->availability_ = std::make_unique<AvailabilityPublisher>(*db);
   return db;
+}
+
+void ApplySessionSettings(pqxx::connection_base& c, const DatabaseOptions& options,
+                          const std::string& application_name) {
+  pqxx::nontransaction n(c);
+  n.exec("SET lock_timeout = " + std::to_string(options.lock_timeout.count()) +
+         "; SET statement_timeout = " + std::to_string(options.statement_timeout.count()) +
+         "; SET idle_in_transaction_session_timeout = " +
+         std::to_string(options.idle_in_transaction_timeout.count()) +
+         "; SET synchronous_commit = on; SET application_name = " + n.quote(application_name));
+  n.commit();
 }
 
 std::unique_ptr<pqxx::connection> Database::Connect(std::string* error) {
   try {
     auto c = std::make_unique<pqxx::connection>(options_.url);
-    pqxx::nontransaction n(*c);
-    n.exec("SET lock_timeout = " + std::to_string(options_.lock_timeout.count()) +
-           "; SET statement_timeout = " + std::to_string(options_.statement_timeout.count()) +
-           "; SET idle_in_transaction_session_timeout = " +
-           std::to_string(options_.idle_in_transaction_timeout.count()) +
-           "; SET synchronous_commit = on; SET application_name = " +
-           n.quote(options_.application_name));
-    n.commit();
+    ApplySessionSettings(*c, options_, options_.application_name);
     for (const NamedQuery& q : NamedQueries()) c->prepare(q.name, q.sql);
     return c;
   } catch (const pqxx::broken_connection& e) {
@@ -57,21 +68,43 @@ std::unique_ptr<pqxx::connection> Database::Connect(std::string* error) {
   return nullptr;
 }
 
+namespace {
+
+// True when the server has closed an idle connection (or sent it anything:
+// an idle pooled connection has nothing to receive, as it never LISTENs).
+// One poll(2) with no wait; the connection is not touched.
+bool ClosedByServer(pqxx::connection& c) {
+  const int fd = c.sock();
+  if (fd < 0) return true;
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  return poll(&p, 1, 0) != 0;
+}
+
+}  // namespace
+
 std::unique_ptr<pqxx::connection> Database::Take(std::string* error) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
-    while (idle_.empty() && open_ >= options_.pool_size) {
-      if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
-          open_ >= options_.pool_size) {
-        *error = "no free database connection within the acquire timeout";
-        return nullptr;
+    for (;;) {
+      while (idle_.empty() && open_ >= options_.pool_size) {
+        if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+            open_ >= options_.pool_size) {
+          *error = "no free database connection within the acquire timeout";
+          return nullptr;
+        }
       }
-    }
-    if (!idle_.empty()) {
+      if (idle_.empty()) break;
       auto c = std::move(idle_.back());
       idle_.pop_back();
-      return c;
+      if (!ClosedByServer(*c)) return c;
+      // Dropped without a word to the server, which has gone; its slot is
+      // reused below or by the next idle connection.
+      --open_;
+      lock.unlock();
+      c.reset();
+      LogWarn("database_connection_dropped", {{"why", "closed by the server while idle"}});
+      lock.lock();
     }
     ++open_;  // reserve a slot, connect outside the lock
   }
@@ -105,9 +138,10 @@ bool IsUnavailableState(const std::string& sqlstate) {
 
 }  // namespace
 
-std::optional<DbFailure> Database::RunErased(const char* what,
+std::optional<DbFailure> Database::RunErased(const char* what, Effect effect,
                                              const std::function<void(pqxx::connection&)>& fn) {
   constexpr int kAttempts = 4;
+  bool reconnected = false;  // an idempotent fn gets one fresh connection after a broken one
   for (int attempt = 1;; ++attempt) {
     std::string error;
     auto c = Take(&error);
@@ -116,11 +150,24 @@ std::optional<DbFailure> Database::RunErased(const char* what,
       fn(*c);
       Give(std::move(c));
       return std::nullopt;
+    } catch (const pqxx::in_doubt_error& e) {
+      // The connection broke during COMMIT: the server may have committed.
+      c.reset();
+      Give(nullptr);
+      LogWarn("database_outcome_unknown", {{"operation", what}, {"error", e.what()}});
+      return DbFailure{DbFailureKind::kUnavailable, e.what(), true};
     } catch (const pqxx::broken_connection& e) {
       c.reset();
       Give(nullptr);
-      LogWarn("database_unavailable", {{"operation", what}, {"error", e.what()}});
-      return DbFailure{DbFailureKind::kUnavailable, e.what()};
+      if (effect == Effect::kIdempotent && !reconnected) {
+        reconnected = true;
+        LogWarn("database_connection_lost_retrying", {{"operation", what}, {"error", e.what()}});
+        continue;
+      }
+      const bool may_have_committed = effect == Effect::kMayWrite;
+      LogWarn(may_have_committed ? "database_outcome_unknown" : "database_unavailable",
+              {{"operation", what}, {"error", e.what()}});
+      return DbFailure{DbFailureKind::kUnavailable, e.what(), may_have_committed};
     } catch (const pqxx::transaction_rollback& e) {
       // Serialization failure or deadlock: the transaction did nothing; run it again.
       Give(std::move(c));
@@ -132,16 +179,25 @@ std::optional<DbFailure> Database::RunErased(const char* what,
       return DbFailure{DbFailureKind::kUnavailable, e.what()};
     } catch (const pqxx::sql_error& e) {
       const std::string state = e.sqlstate();
-      bool usable = c->is_open();
+      const bool usable = c->is_open();
       Give(usable ? std::move(c) : nullptr);
+      // A backend ended by the server (57P0x) answers with an error and closes
+      // the connection: for a write that is as good as a broken connection.
+      if (!usable && effect == Effect::kIdempotent && !reconnected) {
+        reconnected = true;
+        LogWarn("database_connection_lost_retrying", {{"operation", what}, {"error", e.what()}});
+        continue;
+      }
       if (state == "40001" || state == "40P01") {
         if (attempt < kAttempts) continue;
         return DbFailure{DbFailureKind::kUnavailable, e.what()};
       }
       if (state == "55P03") return DbFailure{DbFailureKind::kContended, "lock_timeout"};
       if (IsUnavailableState(state)) {
-        LogWarn("database_unavailable", {{"operation", what}, {"sqlstate", state}, {"error", e.what()}});
-        return DbFailure{DbFailureKind::kUnavailable, e.what()};
+        const bool may_have_committed = !usable && effect == Effect::kMayWrite;
+        LogWarn(may_have_committed ? "database_outcome_unknown" : "database_unavailable",
+                {{"operation", what}, {"sqlstate", state}, {"error", e.what()}});
+        return DbFailure{DbFailureKind::kUnavailable, e.what(), may_have_committed};
       }
       LogError("database_error", {{"operation", what}, {"sqlstate", state}, {"error", e.what()}});
       return DbFailure{DbFailureKind::kInternal, e.what()};

@@ -10,7 +10,25 @@
 // again), a lost connection or a timeout becomes kUnavailable, lock_timeout
 // becomes kContended, anything else kInternal (logged with its SQLSTATE).
 //
-// Thread-safe. A connection is used by one thread at a time (a Lease).
+// Dead connections (after a database restart or failover every pooled
+// connection is dead): an idle connection is checked before it is handed out
+// (a pooled connection never LISTENs, so any byte or hang-up waiting on its
+// socket is the server having closed it) and replaced by a fresh one, so a
+// statement is never sent on a connection already known dead. A connection
+// that breaks while a statement runs leaves its outcome unknown unless the
+// statement cannot have committed:
+//   * RunIdempotent(): fn only reads, or a second run changes nothing more
+//     than the first; it runs once more on a fresh connection.
+//   * Run(): fn may write in autocommit or commit a transaction. A broken
+//     connection, or pqxx::in_doubt_error during COMMIT, is kUnavailable with
+//     may_have_committed set: the caller must look the outcome up (by an id
+//     it chose before the write) before it tells anyone what happened.
+//
+// Every Database also owns the process's AvailabilityPublisher
+// (locks/availability_publisher.h): writers that change a painting hand it
+// the ids after their commit.
+//
+// Thread-safe. A connection is used by one thread at a time.
 #pragma once
 
 #include <chrono>
@@ -25,6 +43,8 @@
 #include <vector>
 
 namespace paintlock::locks {
+
+class AvailabilityPublisher;
 
 struct DatabaseOptions {
   std::string url;  // libpq connection string or URI; may hold a password: never logged
@@ -45,10 +65,18 @@ enum class DbFailureKind {
 struct DbFailure {
   DbFailureKind kind = DbFailureKind::kInternal;
   std::string detail;  // safe to log; never shown to a client
+  // The connection broke after a write was sent: it may have committed.
+  bool may_have_committed = false;
 };
 
 template <class T>
 using DbResult = std::variant<T, DbFailure>;
+
+// Sets the session settings every connection of paintlock's has (the
+// timeouts of `options`, synchronous_commit on) and its application_name.
+// Throws what libpqxx throws.
+void ApplySessionSettings(pqxx::connection_base& c, const DatabaseOptions& options,
+                          const std::string& application_name);
 
 // The connection string with any password replaced by "***", for logs.
 std::string RedactConnectionString(const std::string& url);
@@ -68,20 +96,38 @@ class Database {
   // again from the start: it is, after a serialization failure or deadlock.
   template <class F>
   auto Run(const char* what, F&& fn) -> DbResult<decltype(fn(std::declval<pqxx::connection&>()))> {
-    using T = decltype(fn(std::declval<pqxx::connection&>()));
-    std::optional<T> value;
-    std::optional<DbFailure> failure =
-        RunErased(what, [&](pqxx::connection& c) { value.emplace(fn(c)); });
-    if (failure.has_value()) return *failure;
-    return std::move(*value);
+    return RunTyped(what, Effect::kMayWrite, std::forward<F>(fn));
+  }
+  // As Run(), for an fn that is safe to run twice (a read, or an idempotent
+  // write): a connection that breaks under it is replaced and fn runs once more.
+  template <class F>
+  auto RunIdempotent(const char* what, F&& fn)
+      -> DbResult<decltype(fn(std::declval<pqxx::connection&>()))> {
+    return RunTyped(what, Effect::kIdempotent, std::forward<F>(fn));
   }
 
   const DatabaseOptions& options() const { return options_; }
 
+  // Publishes availability changes after commit; lives as long as this.
+  AvailabilityPublisher& availability() { return *availability_; }
+
  private:
+  enum class Effect { kIdempotent, kMayWrite };
+
+  template <class F>
+  auto RunTyped(const char* what, Effect effect, F&& fn)
+      -> DbResult<decltype(fn(std::declval<pqxx::connection&>()))> {
+    using T = decltype(fn(std::declval<pqxx::connection&>()));
+    std::optional<T> value;
+    std::optional<DbFailure> failure =
+        RunErased(what, effect, [&](pqxx::connection& c) { value.emplace(fn(c)); });
+    if (failure.has_value()) return *failure;
+    return std::move(*value);
+  }
+
   explicit Database(DatabaseOptions options);
   std::unique_ptr<pqxx::connection> Connect(std::string* error);
-  std::optional<DbFailure> RunErased(const char* what,
+  std::optional<DbFailure> RunErased(const char* what, Effect effect,
                                      const std::function<void(pqxx::connection&)>& fn);
   std::unique_ptr<pqxx::connection> Take(std::string* error);
   void Give(std::unique_ptr<pqxx::connection> c);
@@ -91,7 +137,10 @@ class Database {
   std::mutex mu_;
   std::condition_variable freed_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_;  // guarded by mu_
-  int open_ = 0;                                          // guarded by mu_: idle + leased
+  int open_ = 0;                                         // guarded by mu_: idle + leased
+
+  // Last member: stopped (and drained) before the pool goes.
+  std::unique_ptr<AvailabilityPublisher> availability_;
 };
 
 }  // namespace paintlock::locks

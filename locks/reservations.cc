@@ -2,6 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ids.h"
+#include "base/log.h"
+#include "locks/availability_publisher.h"
+
 namespace paintlock::locks {
 
 std::string TextArrayLiteral(const std::vector<std::string>& items) {
@@ -32,14 +36,29 @@ bool LooksLikeUuid(const std::string& text) {
   return true;
 }
 
+std::optional<std::string> NewReservationId() {
+  std::optional<std::string> hex = base::RandomHex(16);
+  if (!hex) return std::nullopt;
+  std::string& h = *hex;
+  h[12] = '4';                                                  // version 4: random
+  h[16] = "89ab"[std::stoi(h.substr(16, 1), nullptr, 16) & 3];  // RFC 4122 variant
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20);
+}
+
 ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintings,
                                          const std::optional<std::string>& buyer_ref) {
   const std::string cart = TextArrayLiteral(paintings);
+  // Chosen here so that an outcome lost with the connection can be looked up.
+  const std::optional<std::string> id = NewReservationId();
   auto rows = db_.Run("reserve", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    return n.exec_prepared("reserve", cart, static_cast<int>(hold_ttl_.count()), buyer_ref);
+    return n.exec_prepared("reserve", cart, static_cast<int>(hold_ttl_.count()), buyer_ref, id);
   });
-  if (auto* failure = std::get_if<DbFailure>(&rows)) return *failure;
+  if (auto* failure = std::get_if<DbFailure>(&rows)) {
+    if (failure->may_have_committed && id) return Recover(*id, *failure);
+    return *failure;
+  }
   const pqxx::result& r = std::get<pqxx::result>(rows);
 
   // Precedence when several paintings are in the way: an unknown painting
@@ -51,6 +70,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
   for (const auto& row : r) {
     const std::string outcome = row["outcome"].as<std::string>();
     if (outcome == "granted") {
+      db_.availability().PaintingsChanged(paintings);
       return Granted{row["reservation_id"].as<std::string>(), row["until"].as<std::string>()};
     }
     const std::string painting = row["painting_id"].as<std::string>();
@@ -70,10 +90,26 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
   return DbFailure{DbFailureKind::kInternal, "paintlock_reserve returned no outcome"};
 }
 
+ReserveOutcome ReservationStore::Recover(const std::string& id, const DbFailure& lost) {
+  auto found = Get(id);
+  if (std::holds_alternative<DbFailure>(found)) return lost;  // still unknown: say so
+  const auto& view = std::get<std::optional<ReservationView>>(found);
+  if (!view) return DbFailure{DbFailureKind::kUnavailable, lost.detail};  // it never committed
+  base::LogInfo("reservation_recovered", {{"reservation_id", id}, {"state", view->state}});
+  db_.availability().PaintingsChanged(view->paintings);
+  if (view->state == "held" && view->holds && view->hold_live) {
+    return Granted{view->id, view->held_until};
+  }
+  // Committed, and already gone again (released by someone in between): for
+  // the caller that is as good as never granted.
+  return DbFailure{DbFailureKind::kUnavailable, "reservation committed but no longer held"};
+}
+
 DbResult<bool> ReservationStore::AttachSession(const std::string& reservation_id,
                                                const std::string& session_id,
                                                std::int64_t expires_at_unix) {
-  return db_.Run("attach_session", [&](pqxx::connection& c) {
+  // Idempotent: attaching the same session again changes nothing.
+  return db_.RunIdempotent("attach_session", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     return n.exec_prepared1("attach_session", reservation_id, session_id, expires_at_unix)[0]
         .as<bool>();
@@ -84,7 +120,8 @@ DbResult<ReleaseOutcome> ReservationStore::Release(const std::string& reservatio
                                                    const std::string& reason,
                                                    const std::string& actor) {
   if (!LooksLikeUuid(reservation_id)) return ReleaseOutcome{ReleaseResult::kNotFound, ""};
-  return db_.Run("release", [&](pqxx::connection& c) {
+  // Idempotent: a second release finds the reservation released already.
+  auto released = db_.RunIdempotent("release", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     pqxx::row row = n.exec_prepared1("release", reservation_id, reason, actor);
     if (row[0].is_null()) return ReleaseOutcome{ReleaseResult::kNotFound, ""};
@@ -92,12 +129,17 @@ DbResult<ReleaseOutcome> ReservationStore::Release(const std::string& reservatio
     return ReleaseOutcome{state == "released" ? ReleaseResult::kReleased : ReleaseResult::kNotHeld,
                           state};
   });
+  if (const auto* o = std::get_if<ReleaseOutcome>(&released)) {
+    if (o->result == ReleaseResult::kReleased)
+      db_.availability().ReservationChanged(reservation_id);
+  }
+  return released;
 }
 
 DbResult<std::optional<ReservationView>> ReservationStore::Get(const std::string& reservation_id) {
   using Result = std::optional<ReservationView>;
   if (!LooksLikeUuid(reservation_id)) return Result{};
-  return db_.Run("reservation_get", [&](pqxx::connection& c) -> Result {
+  return db_.RunIdempotent("reservation_get", [&](pqxx::connection& c) -> Result {
     pqxx::nontransaction n(c);
     pqxx::result r = n.exec_prepared("reservation_get", reservation_id);
     if (r.empty()) return std::nullopt;

@@ -75,12 +75,16 @@ class ReservationStore {
   ReservationStore(Database& db, std::chrono::seconds hold_ttl) : db_(db), hold_ttl_(hold_ttl) {}
 
   // `paintings` must be non-empty, without duplicates (the caller validates).
-  // `buyer_ref` is optional and stored as given.
+  // `buyer_ref` is optional and stored as given. The reservation's id is
+  // chosen here before the write, so when the connection breaks mid-call the
+  // answer is looked up by it: Granted if the hold committed, a DbFailure
+  // with may_have_committed only if the database cannot be asked.
   ReserveOutcome Reserve(const std::vector<std::string>& paintings,
                          const std::optional<std::string>& buyer_ref);
 
   // Records the Stripe session on a reservation that still holds all of its
   // paintings; false if it lost them (the caller must expire the session).
+  // Idempotent, so a connection that breaks under it is retried once.
   DbResult<bool> AttachSession(const std::string& reservation_id, const std::string& session_id,
                                std::int64_t expires_at_unix);
 
@@ -95,12 +99,21 @@ class ReservationStore {
   std::chrono::seconds hold_ttl() const { return hold_ttl_; }
 
  private:
+  // The connection broke while reserving under `id`: what the database says
+  // of it now. Granted if it committed and still holds; `lost` if the
+  // database cannot be asked.
+  ReserveOutcome Recover(const std::string& id, const DbFailure& lost);
+
   Database& db_;
   const std::chrono::seconds hold_ttl_;
 };
 
 // PostgreSQL array literal for a text[] parameter: {"a","b"} with quoting.
 std::string TextArrayLiteral(const std::vector<std::string>& items);
+
+// A random version-4 UUID for a new reservation; nullopt when no random bytes
+// could be had (the database then picks the id).
+std::optional<std::string> NewReservationId();
 
 // True for the canonical textual form of a UUID (what reservation ids are).
 bool LooksLikeUuid(const std::string& text);

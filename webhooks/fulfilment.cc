@@ -1,6 +1,7 @@
 #include "webhooks/fulfilment.h"
 
 #include "base/log.h"
+#include "locks/availability_publisher.h"
 #include "locks/reservations.h"
 
 namespace paintlock::webhooks {
@@ -49,6 +50,7 @@ FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string
                                                       : FulfilmentFailure::kDatabaseUnavailable;
   }
   Applied a = std::get<Applied>(applied);
+  db_.availability().ReservationChanged(a.reservation_id);
   LogInfo("session_applied", {{"session_id", facts.session_id},
                               {"event_id", event_id},
                               {"event_type", event_type},

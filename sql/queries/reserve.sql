@@ -1,4 +1,5 @@
--- $1 painting ids (text[]), $2 hold in seconds, $3 buyer reference or NULL.
+-- $1 painting ids (text[]), $2 hold in seconds, $3 buyer reference or NULL,
+-- $4 the new reservation's id (uuid) or NULL for one the database picks.
 SELECT outcome, painting_id, reservation_id, stripe_session_id,
        paintlock_rfc3339(until) AS until, paintlock_seconds_until(until) AS seconds_until
-  FROM paintlock_reserve($1::text[], make_interval(secs => $2::integer), $3::text)
+  FROM paintlock_reserve($1::text[], make_interval(secs => $2::integer), $3::text, $4::uuid)

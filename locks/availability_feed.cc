@@ -1,0 +1,202 @@
+#include "locks/availability_feed.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <pqxx/pqxx>
+#include <regex>
+
+#include "base/log.h"
+#include "locks/reservations.h"
+#include "locks/sql_files.h"
+
+namespace paintlock::locks {
+
+namespace {
+
+constexpr char kChannel[] = "paintlock_availability";
+// Re-read a lapsing hold this long after the database says it lapses, so the
+// read never comes a hair too early.
+constexpr std::chrono::milliseconds kLapseMargin{25};
+
+bool IsPaintingId(const std::string& s) {
+  static const std::regex re("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
+  return std::regex_match(s, re);
+}
+
+// Collects the painting ids of notifications until the listener takes them.
+class IdReceiver final : public pqxx::notification_receiver {
+ public:
+  IdReceiver(pqxx::connection_base& c, std::set<std::string>* ids)
+      : pqxx::notification_receiver(c, kChannel), ids_(ids) {}
+  void operator()(const std::string& payload, int) override {
+    if (IsPaintingId(payload)) ids_->insert(payload);
+  }
+
+ private:
+  std::set<std::string>* ids_;
+};
+
+// libpq has keepalives settings, but they would have to be spliced into
+// DATABASE_URL (a URI or key=value form); setting them on its socket is
+// equivalent. A peer that vanished without a FIN is noticed within about 30 s
+// instead of the kernel's retransmission timeout. Unix sockets ignore them.
+void SetKeepalives(int fd) {
+  if (fd < 0) return;
+  int on = 1, idle = 10, interval = 5, count = 3;
+  unsigned int user_timeout_ms = 30000;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+const std::string& ReadStatement() {
+  static const std::string sql = [] {
+    for (const NamedQuery& q : NamedQueries()) {
+      if (q.name == "availability_read") return q.sql;
+    }
+    return std::string();
+  }();
+  return sql;
+}
+
+}  // namespace
+
+AvailabilityFeed::AvailabilityFeed(AvailabilityFeedOptions options, Sink sink)
+    : options_(std::move(options)), sink_(std::move(sink)) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+AvailabilityFeed::~AvailabilityFeed() {
+  Stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void AvailabilityFeed::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void AvailabilityFeed::Stop() {
+  stopping_ = true;
+  if (wake_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+  }
+  // Two threads may call Stop() at once (a signal handler's thread and a
+  // destructor): only one may join.
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (thread_.joinable()) thread_.join();
+}
+
+bool AvailabilityFeed::Pause(std::chrono::milliseconds d) {
+  pollfd wake{wake_fd_, POLLIN, 0};
+  poll(&wake, 1, static_cast<int>(d.count()));
+  return !stopping_;
+}
+
+void AvailabilityFeed::Run() {
+  auto backoff = options_.first_backoff;
+  while (!stopping_) {
+    bool connected = false;
+    Listen(&connected);
+    if (stopping_) break;
+    if (connected) backoff = options_.first_backoff;
+    base::LogWarn("availability_listener_reconnecting", {{"retry_in_ms", backoff.count()}});
+    if (!Pause(backoff)) break;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+void AvailabilityFeed::Listen(bool* connected) {
+  using std::chrono::steady_clock;
+  try {
+    pqxx::connection c(options_.database.url);
+    ApplySessionSettings(c, options_.database, "paintlock-availability");
+    c.prepare("availability_read", ReadStatement());
+    SetKeepalives(c.sock());
+    std::set<std::string> notified;
+    IdReceiver receiver(c, &notified);  // LISTEN, before the first read
+    lapse_due_.clear();
+    Read(c, {});
+    auto last_full_read = steady_clock::now();
+    *connected = true;
+    base::LogInfo("availability_listening",
+                  {{"channel", kChannel}, {"backend_pid", c.backendpid()}});
+
+    while (!stopping_) {
+      // Also delivers notifications libpq buffered while a read ran: those
+      // never make the socket readable again.
+      c.get_notifs();
+      auto now = steady_clock::now();
+      std::set<std::string> ids;
+      ids.swap(notified);
+      for (const auto& [id, due] : lapse_due_) {
+        if (due <= now) ids.insert(id);
+      }
+      if (now - last_full_read >= options_.full_read_interval) {
+        Read(c, {});
+        last_full_read = now;
+        continue;
+      }
+      if (!ids.empty()) {
+        Read(c, ids);
+        continue;
+      }
+      auto next = last_full_read + options_.full_read_interval;
+      for (const auto& [id, due] : lapse_due_) next = std::min(next, due);
+      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now) +
+                        std::chrono::milliseconds(1);
+      pollfd fds[2] = {{c.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (fds[0].fd < 0) throw pqxx::broken_connection("the connection is closed");
+      poll(fds, 2, static_cast<int>(std::max<std::int64_t>(wait.count(), 0)));
+    }
+  } catch (const pqxx::broken_connection& e) {
+    base::LogWarn("availability_listener_lost", {{"error", e.what()}});
+  } catch (const pqxx::sql_error& e) {
+    base::LogError("availability_listener_failed",
+                   {{"error", e.what()},
+                    {"sqlstate", e.sqlstate()},
+                    {"hint", "is the schema migrated (paintlockctl migrate)?"}});
+  } catch (const std::exception& e) {
+    base::LogError("availability_listener_failed", {{"error", e.what()}});
+  }
+}
+
+void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string>& ids) {
+  pqxx::result rows;
+  {
+    pqxx::nontransaction n(c);
+    const std::vector<std::string> list(ids.begin(), ids.end());
+    rows = n.exec_prepared("availability_read",
+                           ids.empty() ? std::optional<std::string>() : TextArrayLiteral(list));
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (ids.empty()) {
+    lapse_due_.clear();
+  } else {
+    for (const auto& id : ids) lapse_due_.erase(id);
+  }
+  std::vector<PaintingAvailability> read;
+  read.reserve(rows.size());
+  for (const auto& row : rows) {
+    PaintingAvailability a{row[0].as<std::string>(), row[1].as<std::string>(),
+                           row[2].as<std::string>()};
+    if (!row[3].is_null()) {
+      lapse_due_[a.painting] =
+          now + std::chrono::milliseconds(row[3].as<long long>()) + kLapseMargin;
+    }
+    read.push_back(std::move(a));
+  }
+  sink_(read);
+}
+
+}  // namespace paintlock::locks

@@ -1,0 +1,100 @@
+// What every painting's availability is, kept current from PostgreSQL: one
+// dedicated connection per process LISTENs on paintlock_availability, whose
+// payloads are painting ids sent after commit by every writer
+// (locks/availability_publisher.h), and re-reads paintlock_availability()
+// (sql/queries/availability_read.sql) for them. Every gateway instance has
+// one, so a change made through any one of them (or by paintlockctl, or by a
+// webhook) reaches the browsers of all.
+//
+// How the reads stay true:
+//   * On every (re)connect: LISTEN first, then read every painting. A change
+//     committed after the LISTEN is notified; one before it is in the read;
+//     changes missed while disconnected are in the read too.
+//   * On notifications: re-read just those paintings. Notifications are sent
+//     after commit, so the read sees the change (or a later one).
+//   * A hold that lapses changes no row, so nothing notifies. Each read gives
+//     every reserved painting's milliseconds until it is free, by the
+//     database clock; the feed re-reads those paintings when the earliest
+//     comes due (its own clock only measures the interval, so clock skew
+//     between gateway and database does not matter).
+//   * Every `full_read_interval` it reads everything again: this heals a
+//     publish that was lost (a writer that died between commit and publish),
+//     catches changes nothing publishes (a 24 h sale window running out), and
+//     probes the connection, which also has TCP keepalives and
+//     TCP_USER_TIMEOUT set.
+//   * A lost connection is dropped and reopened with backoff (250 ms,
+//     doubling, at most 30 s); meanwhile the sink hears nothing.
+// The connection has the pool's session settings (statement_timeout,
+// lock_timeout, idle_in_transaction_session_timeout). libpqxx exceptions
+// never leave this class: they are logged and end the connection.
+//
+// Thread-safe: Start() and Stop() may be called from any thread; the work,
+// and every call of the sink, happens on one thread of its own.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "locks/database.h"
+
+namespace paintlock::locks {
+
+struct PaintingAvailability {
+  std::string painting;
+  std::string state;    // available | reserved | sold
+  std::string free_at;  // RFC 3339 while reserved, else empty
+};
+
+struct AvailabilityFeedOptions {
+  DatabaseOptions database;  // url and timeouts; pool_size is not used
+  std::chrono::seconds full_read_interval{30};
+  std::chrono::milliseconds first_backoff{250};
+  std::chrono::milliseconds max_backoff{30000};
+};
+
+class AvailabilityFeed {
+ public:
+  // Gets every read: all paintings after a (re)connect or a full read, the
+  // re-read ones otherwise.
+  using Sink = std::function<void(const std::vector<PaintingAvailability>& read)>;
+
+  AvailabilityFeed(AvailabilityFeedOptions options, Sink sink);
+  ~AvailabilityFeed();  // Stop()
+  AvailabilityFeed(const AvailabilityFeed&) = delete;
+  AvailabilityFeed& operator=(const AvailabilityFeed&) = delete;
+
+  // Starts the listening thread; it connects in the background. Call once.
+  void Start();
+  // Wakes the thread and joins it. Idempotent.
+  void Stop();
+
+ private:
+  void Run();
+  // One connection's life: returns when it breaks (after logging why) or on
+  // Stop(). `connected` is set once LISTEN and the first read succeeded.
+  void Listen(bool* connected);
+  // Reads `ids` (empty: every painting), feeds the sink, updates the lapse
+  // schedule.
+  void Read(pqxx::connection_base& c, const std::set<std::string>& ids);
+  // Sleeps `d` unless Stop() comes first; false when stopping.
+  bool Pause(std::chrono::milliseconds d);
+
+  const AvailabilityFeedOptions options_;
+  const Sink sink_;
+  std::mutex stop_mu_;  // serialises the join in Stop()
+  std::thread thread_;  // joined under stop_mu_
+  int wake_fd_ = -1;    // an eventfd: Stop() writes it to interrupt a wait
+  std::atomic<bool> stopping_{false};
+
+  // Used by the listening thread only.
+  std::map<std::string, std::chrono::steady_clock::time_point> lapse_due_;
+};
+
+}  // namespace paintlock::locks

@@ -1,0 +1,81 @@
+#include "locks/availability_publisher.h"
+
+#include "base/log.h"
+#include "locks/database.h"
+#include "locks/reservations.h"
+
+namespace paintlock::locks {
+
+AvailabilityPublisher::AvailabilityPublisher(Database& db) : db_(db) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+AvailabilityPublisher::~AvailabilityPublisher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void AvailabilityPublisher::PaintingsChanged(const std::vector<std::string>& painting_ids) {
+  if (painting_ids.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paintings_.insert(painting_ids.begin(), painting_ids.end());
+  }
+  wake_.notify_one();
+}
+
+void AvailabilityPublisher::ReservationChanged(const std::string& reservation_id) {
+  if (!LooksLikeUuid(reservation_id)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reservations_.insert(reservation_id);
+  }
+  wake_.notify_one();
+}
+
+void AvailabilityPublisher::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  // What is queued now goes out in the batch after the one in flight.
+  const unsigned long long target =
+      queued_batches_ + (paintings_.empty() && reservations_.empty() ? 0 : 1);
+  sent_.wait(lock, [&] { return sent_batches_ >= target; });
+}
+
+void AvailabilityPublisher::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !paintings_.empty() || !reservations_.empty(); });
+    if (paintings_.empty() && reservations_.empty()) return;  // stopping, nothing left
+    std::set<std::string> paintings, reservations;
+    paintings.swap(paintings_);
+    reservations.swap(reservations_);
+    ++queued_batches_;
+    lock.unlock();
+    const std::vector<std::string> painting_list(paintings.begin(), paintings.end());
+    const std::vector<std::string> reservation_list(reservations.begin(), reservations.end());
+    auto sent = db_.Run("availability_publish", [&](pqxx::connection& c) {
+      pqxx::work w(c);
+      // Losing this commit in a crash loses only a publish, which the feeds'
+      // re-reads heal; waiting for its flush would hold the notify lock.
+      w.exec("SET LOCAL synchronous_commit = off");
+      w.exec_prepared("availability_publish", TextArrayLiteral(painting_list),
+                      TextArrayLiteral(reservation_list));
+      w.commit();
+      return true;
+    });
+    if (const auto* f = std::get_if<DbFailure>(&sent)) {
+      base::LogWarn("availability_publish_lost", {{"paintings", painting_list.size()},
+                                                  {"reservations", reservation_list.size()},
+                                                  {"error", f->detail}});
+    }
+    lock.lock();
+    ++sent_batches_;
+    sent_.notify_all();
+  }
+}
+
+}  // namespace paintlock::locks

@@ -1,0 +1,179 @@
+// Integration: the gateway across a PostgreSQL restart, and a checkout whose
+// database connection breaks mid-way. The answer a buyer gets must match what
+// the database holds.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "tests/support/harness.h"
+
+using namespace paintlock::testing;
+using std::chrono::milliseconds;
+
+namespace {
+
+// A PostgreSQL cluster of this test's own (fixtures/pg-cluster.sh): the test
+// restarts it, which would break the tests running beside it on the shared one.
+class PrivateCluster {
+ public:
+  PrivateCluster()
+      : dir_(BuildDir() + "/pg-private-" + std::to_string(getpid())),
+        script_(SourceDir() + "/fixtures/pg-cluster.sh") {
+    CompletedProcess started = RunToCompletion({script_, "start", dir_}, {});
+    REQUIRE_MESSAGE(started.exit_code == 0, started.err);
+    url_ = started.out.substr(0, started.out.find('\n'));
+    // TestDatabase creates its database on the cluster this names.
+    setenv("PAINTLOCK_TEST_ADMIN_URL", url_.c_str(), 1);
+  }
+  ~PrivateCluster() {
+    RunToCompletion({script_, "stop", dir_}, {});
+    RunToCompletion({"/bin/sh", "-c", "rm -rf \"$(readlink -f \"$0/cluster\")\" \"$0\"", dir_}, {});
+  }
+  // A fast shutdown (every backend told to end) and a start on the same data.
+  void Restart() {
+    REQUIRE(RunToCompletion({script_, "stop", dir_}, {}).exit_code == 0);
+    CompletedProcess started = RunToCompletion({script_, "start", dir_}, {});
+    REQUIRE_MESSAGE(started.exit_code == 0, started.err);
+  }
+
+ private:
+  std::string dir_, script_, url_;
+};
+
+std::string Backends(TestDatabase& db, const std::string& condition) {
+  return db.Scalar(
+      "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'paintlock' "
+      "AND datname = current_database() AND " +
+      condition);
+}
+
+// The one backend of the gateway waiting for a row lock other than `not_pid`;
+// "" when there is none.
+std::string WaitingBackend(TestDatabase& db, const std::string& not_pid = "0") {
+  return db.Scalar(
+      "SELECT pid FROM pg_stat_activity WHERE application_name = 'paintlock' "
+      "AND datname = current_database() AND wait_event_type = 'Lock' AND pid <> " +
+      not_pid + " LIMIT 1");
+}
+
+}  // namespace
+
+TEST_CASE("db restart: the first 32 requests after a PostgreSQL restart with a full pool succeed") {
+  PrivateCluster cluster;
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base(),
+             {{{"PAINTLOCK_DB_POOL", "32"},
+               {"PAINTLOCK_HTTP_THREADS", "40"},
+               {"PAINTLOCK_DB_LOCK_TIMEOUT_MS", "20000"}}});
+
+  // Fill the pool: 32 reservations of one painting queue on its row lock,
+  // each on a connection of its own, until the test lets go.
+  {
+    pqxx::connection blocker(db.url());
+    pqxx::work hold(blocker);
+    hold.exec("SELECT 1 FROM painting_locks WHERE painting_id = 'p1' FOR UPDATE");
+    std::thread crowd([&] {
+      RunConcurrently(32, [&](int) {
+        PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p1"}}}, ApiKeyHeader());
+      });
+    });
+    const bool full = Eventually([&] { return Backends(db, "wait_event_type = 'Lock'") == "32"; },
+                                 milliseconds(15000));
+    hold.abort();
+    crowd.join();
+    REQUIRE(full);
+  }
+  REQUIRE(Backends(db, "true") == "32");
+
+  cluster.Restart();
+
+  // Every pooled connection is dead now. The next 32 requests, at once:
+  // eleven reservations (p2..p12) and 21 reads.
+  std::vector<Reply> replies(32);
+  RunConcurrently(32, [&](int i) {
+    if (i < 11) {
+      replies[i] = PostJson(gw.base(), "/v1/reservations",
+                            {{"paintings", {"p" + std::to_string(i + 2)}}}, ApiKeyHeader());
+    } else {
+      replies[i] = Request(gw.base(), "GET", "/v1/paintings/p" + std::to_string(i % 12 + 1));
+    }
+  });
+  for (int i = 0; i < 32; ++i) {
+    CAPTURE(i);
+    CAPTURE(replies[i].body);
+    CHECK(replies[i].status == (i < 11 ? 201 : 200));
+  }
+  CHECK(db.Scalar("SELECT count(*) FROM reservations WHERE state = 'held' AND id IN "
+                  "(SELECT reservation_id FROM reservation_items WHERE painting_id <> 'p1')") ==
+        "11");
+  CheckInvariants(db);
+}
+
+TEST_CASE("db restart: a checkout whose connection breaks while attaching tells the truth") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base(), {{{"PAINTLOCK_DB_LOCK_TIMEOUT_MS", "20000"}}});
+  // Stripe takes its time creating the session: the hold is committed by then.
+  stripe.Control("POST", "/_test/faults", {{"delay_next", 1}, {"delay_ms", 1000}});
+
+  // `breaks`: how many times the attach's connection is ended under it.
+  auto checkout_with_broken_attach = [&](const std::string& painting, int breaks) {
+    Reply reply;
+    std::thread buyer([&] {
+      reply = PostJson(gw.base(), "/v1/checkout", {{"paintings", {painting}}});
+    });
+    // Joined however this lambda ends (a failed REQUIRE throws).
+    struct Joiner {
+      std::thread& t;
+      ~Joiner() {
+        if (t.joinable()) t.join();
+      }
+    } joiner{buyer};
+    REQUIRE(Eventually([&] {
+      return db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = '" + painting +
+                       "'") == "1";
+    }));
+    // The attach updates the reservation's row: it waits for this lock.
+    pqxx::connection blocker(db.url());
+    pqxx::work hold(blocker);
+    hold.exec(
+        "SELECT 1 FROM reservations r JOIN reservation_items i ON i.reservation_id = r.id "
+        "WHERE i.painting_id = '" +
+        painting + "' FOR UPDATE OF r");
+    std::string ended = "0";
+    for (int i = 0; i < breaks; ++i) {
+      std::string waiting;
+      REQUIRE(Eventually([&] { return !(waiting = WaitingBackend(db, ended)).empty(); }));
+      db.Exec("SELECT pg_terminate_backend(" + waiting + ")");
+      ended = waiting;
+    }
+    hold.abort();
+    buyer.join();
+    return reply;
+  };
+
+  SUBCASE("broken once: attached on a fresh connection, the checkout started") {
+    Reply reply = checkout_with_broken_attach("p3", 1);
+    REQUIRE(reply.status == 201);
+    const std::string id = reply.json["reservation_id"];
+    CHECK(db.Scalar("SELECT state FROM reservations WHERE id = '" + id + "'") == "held");
+    CHECK(db.Scalar("SELECT stripe_session_id FROM reservations WHERE id = '" + id + "'") ==
+          stripe.Sessions()[0]["id"].get<std::string>());
+  }
+  SUBCASE("broken twice: the hold is released, and the buyer is told nothing was reserved") {
+    Reply reply = checkout_with_broken_attach("p4", 2);
+    CHECK(reply.status == 503);
+    CHECK(reply.json["message"].get<std::string>().find("Nothing was reserved") !=
+          std::string::npos);
+    CHECK(db.Scalar("SELECT count(*) FROM reservations r JOIN reservation_items i ON "
+                    "i.reservation_id = r.id WHERE i.painting_id = 'p4' AND r.state = 'held'") ==
+          "0");
+    CHECK(db.Scalar("SELECT state FROM painting_states WHERE id = 'p4'") == "available");
+  }
+  CheckInvariants(db);
+}
