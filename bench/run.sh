@@ -61,7 +61,7 @@ write_scripts() {  # DIR
   {
     echo "\\set k random(1, :paintings)"
     bench_statement sql/queries/reserve.sql -e "s/\$1::text\[\]/ARRAY['bench-' || :k]::text[]/" \
-      -e 's/\$2::integer/:hold/' -e 's/\$3::text/NULL::text/'
+      -e 's/\$2::integer/:hold/' -e 's/\$3::text/NULL::text/' -e 's/\$4::uuid/gen_random_uuid()/'
     echo ";"
   } >"$1/reserve.sql"
   {
