@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/log.h"
+#include "gateway/request_parsing.h"
 
 namespace paintlock::gateway {
 
@@ -72,8 +73,9 @@ HttpError QuotaNotFound(const std::string& name, const locks::QuotaStore& store)
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   return {404,
           "quota_not_found",
-          "There is no quota \"" + name.substr(0, 64) + "\". This gateway counts: " + list + ".",
-          {{"quota", name.substr(0, 64)}, {"quotas", names}},
+          "There is no quota \"" + PrintableExcerpt(name, 64) + "\". This gateway counts: " + list +
+              ".",
+          {{"quota", PrintableExcerpt(name, 64)}, {"quotas", names}},
           0};
 }
 
@@ -341,9 +343,9 @@ bool ParseConsumeBody(const httplib::Request& req, std::optional<std::string>* s
   for (const auto& [name, value] : j.items()) {
     // A mistyped field must not quietly count the caller's own address.
     if (name != "subject") {
-      *error = InvalidRequest(
-          "Unknown field \"" + name.substr(0, 64) + "\": the body may hold only \"subject\".",
-          name.substr(0, 64));
+      *error = InvalidRequest("Unknown field \"" + PrintableExcerpt(name, 64) +
+                                  "\": the body may hold only \"subject\".",
+                              PrintableExcerpt(name, 64));
       return false;
     }
     if (!value.is_string()) {

@@ -17,6 +17,9 @@
 
 #include "tests/support/harness.h"
 
+// Lambdas name the structured bindings they use in an init-capture
+// ([&, id = id]): capturing a binding itself is C++20, and clang 14 (the
+// ASan+UBSan and fuzzer build) refuses it in C++17.
 using namespace paintlock::testing;
 using nlohmann::json;
 
@@ -274,7 +277,7 @@ TEST_CASE("admin: holds lists the stuck ones first, filters them, and says what 
   Age(db, lapsed_open);
   auto [awaiting, awaiting_session] = Bought(shop, {"p3"});
   Pay(shop, awaiting_session, "unpaid");
-  REQUIRE(Eventually([&] { return State(db, awaiting) == "awaiting_payment"; }));
+  REQUIRE(Eventually([&, awaiting = awaiting] { return State(db, awaiting) == "awaiting_payment"; }));
   // A take-over that found Stripe down: the second buyer is turned away, audited.
   auto [refused, refused_session] = Bought(shop, {"p4"});
   Age(db, refused);
@@ -284,7 +287,7 @@ TEST_CASE("admin: holds lists the stuck ones first, filters them, and says what 
   // A sale whose catalogue flag went missing (a hand edit gone wrong).
   auto [sold, sold_session] = Bought(shop, {"p5"});
   Pay(shop, sold_session);
-  REQUIRE(Eventually([&] { return State(db, sold) == "sold"; }));
+  REQUIRE(Eventually([&, sold = sold] { return State(db, sold) == "sold"; }));
   db.Exec("UPDATE paintings SET sold_at = NULL WHERE id = 'p5'");
   // A harmless lapsed hold without a session.
   const std::string harmless = Reserve(db, "p6");
@@ -349,7 +352,7 @@ TEST_CASE("admin: show tells a painting's, a reservation's and a session's story
   REQUIRE(Ctl(db, stripe, {"release", released, "--reason", "changed their mind"}).exit_code == 0);
   auto [sold, sold_session] = Bought(shop, {"p1", "p2"});
   Pay(shop, sold_session);
-  REQUIRE(Eventually([&] { return State(db, sold) == "sold"; }));
+  REQUIRE(Eventually([&, sold = sold] { return State(db, sold) == "sold"; }));
   WebhooksSettled(shop);
 
   CompletedProcess painting = Ctl(db, stripe, {"show", "p1", "--json"});
@@ -536,7 +539,7 @@ TEST_CASE("admin: release --force works with Stripe unreachable, and says so lou
   // The session was still open: its buyer pays after all. A late payment for
   // free paintings is accepted — nobody is charged without the painting.
   Pay(shop, session);
-  REQUIRE(Eventually([&] { return State(db, id) == "sold"; }));
+  REQUIRE(Eventually([&, id = id] { return State(db, id) == "sold"; }));
   CHECK(PaintingState(db, "p9") == "sold");
   CHECK(db.Scalar("SELECT count(*) FROM audit_log WHERE action = 'late_payment_accepted'") == "1");
   CheckInvariants(db);
@@ -560,7 +563,7 @@ TEST_CASE("admin: a release racing a completed payment never leaves a paid paint
     auto [id, session] = Bought(shop, {painting});
     CompletedProcess release;
     Reply pay;
-    RunConcurrently(2, [&](int who) {
+    RunConcurrently(2, [&, id = id, session = session](int who) {
       if (who == 0) {
         std::vector<std::string> args = {"release", id, "--reason", "race"};
         if (forced) args.push_back("--force");
@@ -608,7 +611,7 @@ TEST_CASE("admin: a payment that lands while release is expiring the session win
   shop.stripe.Control("POST", "/_test/faults",
                       {{"delay_next", 1}, {"delay_ms", 1500}, {"path_prefix", expire_path}});
   CompletedProcess release;
-  std::thread cli([&] {
+  std::thread cli([&, id = id] {
     release = CtlOnAnyThread(db, stripe, {"release", id, "--reason", "abandoned?"});
   });
   const bool expiring = Eventually([&] {
@@ -666,7 +669,7 @@ TEST_CASE("admin: sold and unsold set and clear the catalogue flag, audited") {
   // A paintlock sale refunded in the Stripe dashboard: the sale becomes refunded.
   auto [sale, sale_session] = Bought(shop, {"p1", "p2"});
   Pay(shop, sale_session);
-  REQUIRE(Eventually([&] { return State(db, sale) == "sold"; }));
+  REQUIRE(Eventually([&, sale = sale] { return State(db, sale) == "sold"; }));
   CompletedProcess refunded =
       Ctl(db, stripe, {"unsold", "p1", "--reason", "returned; refunded in dashboard", "--json"});
   CHECK(refunded.exit_code == 0);
@@ -798,10 +801,10 @@ TEST_CASE("admin: events lists what Stripe said, by session and since when") {
   const std::string stripe = shop.stripe.base();
   auto [sold, sold_session] = Bought(shop, {"p1"});
   Pay(shop, sold_session);
-  REQUIRE(Eventually([&] { return State(db, sold) == "sold"; }));
+  REQUIRE(Eventually([&, sold = sold] { return State(db, sold) == "sold"; }));
   auto [expired, expired_session] = Bought(shop, {"p2"});
   shop.stripe.Control("POST", "/_test/sessions/" + expired_session + "/expire");
-  REQUIRE(Eventually([&] { return State(db, expired) == "released"; }));
+  REQUIRE(Eventually([&, expired = expired] { return State(db, expired) == "released"; }));
 
   json all = Ctl(db, stripe, {"events", "--json"}).Json();
   REQUIRE(all["count"] == 2);
@@ -842,7 +845,7 @@ TEST_CASE("admin: reconcile heals sessions whose webhooks were lost, and owed re
   // A delayed payment that succeeded; that webhook was dropped too.
   auto [delayed, delayed_session] = Bought(shop, {"p2"});
   Pay(shop, delayed_session, "unpaid");
-  REQUIRE(Eventually([&] { return State(db, delayed) == "awaiting_payment"; }));
+  REQUIRE(Eventually([&, delayed = delayed] { return State(db, delayed) == "awaiting_payment"; }));
   shop.stripe.Control("POST", "/_test/webhooks", {{"drop_next", 1}});
   shop.stripe.Control("POST", "/_test/sessions/" + delayed_session + "/async_payment",
                       {{"outcome", "succeeded"}});
@@ -856,7 +859,7 @@ TEST_CASE("admin: reconcile heals sessions whose webhooks were lost, and owed re
                       {{"fail_next", 100}, {"status", 500}, {"path_prefix", "/v1/refunds"}});
   shop.stripe.Control("POST", "/_test/sessions/" + late_session + "/pay",
                       {{"payment_status", "paid"}, {"allow_expired", true}});
-  REQUIRE(Eventually([&] { return State(db, late) == "refund_pending"; }));
+  REQUIRE(Eventually([&, late = late] { return State(db, late) == "refund_pending"; }));
   WebhooksSettled(shop, 2);  // every delivery failed: the refund is still owed
   shop.stripe.Control("POST", "/_test/faults/clear");
   REQUIRE(State(db, late) == "refund_pending");
