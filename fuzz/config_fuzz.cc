@@ -53,6 +53,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (!secret && value.find(it->second) != std::string::npos) elsewhere = true;
     }
     if (elsewhere) continue;
+    // Nor when the problem lines say it anyway with the variable unset: then
+    // it is their fixed wording ("postgresql://user@host/db"), not the secret.
+    std::map<std::string, std::string> unset = env;
+    unset.erase(name);
+    std::vector<std::string> fixed_text;
+    (void)gateway::ParseConfig(
+        [&](const std::string& n) -> std::optional<std::string> {
+          auto u = unset.find(n);
+          if (u == unset.end() || u->second.empty()) return std::nullopt;
+          return u->second;
+        },
+        &fixed_text);
+    bool worded = false;
+    for (const auto& line : fixed_text)
+      worded = worded || line.find(it->second) != std::string::npos;
+    if (worded) continue;
     for (const auto& line : problems) FUZZ_CHECK(line.find(it->second) == std::string::npos);
   }
   return 0;
