@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_TYPE ?= RelWithDebInfo
 PG_DIR     := $(BUILD)/pg
 
-.PHONY: all deps build run test unit bench asan tsan format clean help
+.PHONY: all deps build run test unit bench asan asan-build tsan tsan-build fuzz format clean help
 
 all: build
 
@@ -17,6 +17,7 @@ help:
 	@echo "make bench   gateway vs pgbench on the same SQL, side by side"
 	@echo "make asan    tests under AddressSanitizer + UBSan (build-asan/)"
 	@echo "make tsan    tests under ThreadSanitizer (build-tsan/)"
+	@echo "make fuzz    each libFuzzer target for FUZZ_SECONDS (default 60; build-asan/)"
 	@echo "make format  clang-format every C++ file"
 
 deps:
@@ -38,12 +39,31 @@ test: build
 bench: build
 	@bench/run.sh $(BUILD)
 
-asan:
-	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKE_TYPE=Debug \
-	  CMAKE_EXTRA=-DPAINTLOCK_SANITIZE=address,undefined
-tsan:
-	@$(MAKE) --no-print-directory test BUILD=build-tsan CMAKE_TYPE=Debug \
-	  CMAKE_EXTRA=-DPAINTLOCK_SANITIZE=thread
+# Sanitizer builds: -O1 keeps the suite fast enough for CI while the reports
+# keep their line numbers. The ASan+UBSan build uses clang so that the same
+# build also carries the libFuzzer targets (fuzz/). Any sanitizer report, from
+# any process a test starts, fails the run (fixtures/sanitized-tests.sh).
+# SAN_CTEST_ARGS passes ctest arguments (e.g. -E to leave a test out).
+SAN_FLAGS  := -DCMAKE_CXX_FLAGS=-O1
+ASAN_EXTRA := -DCMAKE_CXX_COMPILER=clang++ $(SAN_FLAGS) -DPAINTLOCK_SANITIZE=address,undefined \
+              -DPAINTLOCK_FUZZ=ON
+TSAN_EXTRA := $(SAN_FLAGS) -DPAINTLOCK_SANITIZE=thread
+SAN_CTEST_ARGS ?=
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= $(JOBS)
+
+asan-build:
+	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_TYPE=Debug CMAKE_EXTRA="$(ASAN_EXTRA)"
+asan: asan-build
+	@fixtures/sanitized-tests.sh address build-asan $(SAN_CTEST_ARGS)
+tsan-build:
+	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_TYPE=Debug CMAKE_EXTRA="$(TSAN_EXTRA)"
+tsan: tsan-build
+	@fixtures/sanitized-tests.sh thread build-tsan $(SAN_CTEST_ARGS)
+
+# Each libFuzzer target for FUZZ_SECONDS, FUZZ_JOBS at a time (fuzz/run.sh).
+fuzz: asan-build
+	@fuzz/run.sh build-asan $(FUZZ_SECONDS) $(FUZZ_JOBS)
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "gateway/http_errors.h"
+#include "gateway/limit_requests.h"
 #include "gateway/limit_routes.h"
 
 namespace paintlock::gateway {
@@ -82,13 +83,10 @@ void TopUp(locks::CreditStore& credits, const httplib::Request& req, httplib::Re
                                           "Idempotency-Key"));
   }
   if (!RequireJson(req, res, "{\"amount\": 100}")) return;
-  auto body = ParseJsonObject(req.body, false);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e));
-  auto amount =
-      WholeNumberField(std::get<json>(body), "amount", 1, locks::kMaxCreditAmount, std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorFor(*e));
+  auto parsed = ParseTopUpRequest(req.body);
+  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e));
 
-  locks::TopUpOutcome outcome = credits.TopUp(account, key, std::get<std::int64_t>(amount));
+  locks::TopUpOutcome outcome = credits.TopUp(account, key, std::get<TopUpRequest>(parsed).amount);
   if (auto* done = std::get_if<locks::TopUpApplied>(&outcome)) {
     if (!done->replayed) {
       base::LogInfo("credits_topped_up", {{"account_id", account},
@@ -108,17 +106,12 @@ void TopUp(locks::CreditStore& credits, const httplib::Request& req, httplib::Re
 void OpenHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
   const std::string account = req.matches[1];
   if (!RequireJson(req, res, "{\"amount\": 10, \"ttl_seconds\": 300}")) return;
-  auto body = ParseJsonObject(req.body, false);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e));
-  const json& j = std::get<json>(body);
-  auto amount = WholeNumberField(j, "amount", 1, locks::kMaxCreditAmount, std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&amount)) return WriteError(res, ErrorFor(*e));
-  auto ttl = WholeNumberField(j, "ttl_seconds", 1, locks::kMaxHoldTtl.count(), std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&ttl)) return WriteError(res, ErrorFor(*e));
+  auto parsed = ParseHoldRequest(req.body);
+  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e));
+  const HoldRequest& hold_request = std::get<HoldRequest>(parsed);
 
-  const std::int64_t requested = std::get<std::int64_t>(amount);
-  locks::HoldOutcome outcome =
-      credits.Hold(account, requested, std::chrono::seconds(std::get<std::int64_t>(ttl)));
+  const std::int64_t requested = hold_request.amount;
+  locks::HoldOutcome outcome = credits.Hold(account, requested, hold_request.ttl);
   if (auto* hold = std::get_if<locks::HoldOpened>(&outcome)) {
     res.set_header("Location", "/v1/holds/" + hold->hold_id);
     return WriteJson(res, 201,

@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "checkout/checkout.h"
 #include "gateway/limit_routes_parsing.h"
+#include "gateway/request_parsing.h"
 #include "locks/credits.h"
 #include "locks/leases.h"
 #include "locks/licenses.h"
@@ -489,7 +490,10 @@ HttpError LicenseMissing() {
 
 void WriteJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Replacing invalid UTF-8 (with U+FFFD) rather than throwing: whatever a
+  // request carried and a message quotes, the caller gets its answer.
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
 }
 
 void WriteError(httplib::Response& res, const HttpError& error) {

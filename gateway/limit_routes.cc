@@ -1,5 +1,7 @@
 #include "gateway/limit_routes.h"
 
+#include "gateway/limit_requests.h"
+
 #include <cctype>
 
 #include "base/log.h"
@@ -25,16 +27,11 @@ void Take(locks::RateLimiter& limiter, const httplib::Request& req, httplib::Res
                                           "_.:@- (\"bucket:subject\").",
                                           "key"));
   }
-  auto body = ParseJsonObject(req.body, /*empty_ok=*/true);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e));
-  const json& j = std::get<json>(body);
-  auto cost = WholeNumberField(j, "cost", 1, 1000000000, 1);
-  if (auto* e = std::get_if<FieldError>(&cost)) return WriteError(res, ErrorFor(*e));
-  auto bucket = TextField(j, "bucket", std::string());
-  if (auto* e = std::get_if<FieldError>(&bucket)) return WriteError(res, ErrorFor(*e));
+  auto parsed = ParseTakeRequest(req.body);
+  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e));
+  const TakeRequest& take = std::get<TakeRequest>(parsed);
 
-  const locks::TakeOutcome outcome =
-      limiter.Take(key, std::get<std::string>(bucket), std::get<std::int64_t>(cost));
+  const locks::TakeOutcome outcome = limiter.Take(key, take.bucket, take.cost);
   std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
@@ -67,44 +64,27 @@ bool ValidLeaseName(const std::string& name, httplib::Response& res) {
   return false;
 }
 
-// holder and ttl_seconds from a JSON body; false with the 4xx written.
-bool HolderAndTtl(const json& j, httplib::Response& res, std::string* holder,
-                  std::chrono::seconds* ttl) {
-  auto h = TextField(j, "holder", std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&h)) return WriteError(res, ErrorFor(*e)), false;
-  if (!locks::IsValidLeaseHolder(std::get<std::string>(h))) {
-    WriteError(res, InvalidRequest("\"holder\" is 1 to 200 printable characters without spaces "
-                                   "(\"worker-3@host-a\").",
-                                   "holder"));
-    return false;
-  }
-  auto t = WholeNumberField(j, "ttl_seconds", 1, locks::kMaxLeaseTtl.count(), std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&t)) return WriteError(res, ErrorFor(*e)), false;
-  *holder = std::get<std::string>(h);
-  *ttl = std::chrono::seconds(std::get<std::int64_t>(t));
-  return true;
-}
-
-bool RequireJsonBody(const httplib::Request& req, httplib::Response& res, json* out) {
+// The lease body (gateway/limit_requests.h) of a JSON request; false with the
+// 4xx written.
+bool ReadLeaseRequest(const httplib::Request& req, httplib::Response& res, bool with_token,
+                      LeaseRequest* out) {
   if (MediaTypeOf(req) != "application/json") {
     WriteError(res, UnsupportedMediaType("Send the body as application/json ({\"holder\": "
                                          "\"worker-1\", \"ttl_seconds\": 30})."));
     return false;
   }
-  auto body = ParseJsonObject(req.body, false);
-  if (auto* e = std::get_if<FieldError>(&body)) return WriteError(res, ErrorFor(*e)), false;
-  *out = std::get<json>(body);
+  auto parsed = ParseLeaseRequest(req.body, with_token);
+  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e)), false;
+  *out = std::get<LeaseRequest>(std::move(parsed));
   return true;
 }
 
 void Acquire(locks::LeaseStore& leases, const httplib::Request& req, httplib::Response& res) {
   const std::string name = req.matches[1];
   if (!ValidLeaseName(name, res)) return;
-  json j;
-  std::string holder;
-  std::chrono::seconds ttl{0};
-  if (!RequireJsonBody(req, res, &j) || !HolderAndTtl(j, res, &holder, &ttl)) return;
-  const locks::AcquireOutcome outcome = leases.Acquire(name, holder, ttl);
+  LeaseRequest lease;
+  if (!ReadLeaseRequest(req, res, /*with_token=*/false, &lease)) return;
+  const locks::AcquireOutcome outcome = leases.Acquire(name, lease.holder, lease.ttl);
   if (auto* g = std::get_if<locks::LeaseGranted>(&outcome))
     return WriteJson(res, 200, LeaseJson(*g));
   if (auto* held = std::get_if<locks::LeaseHeld>(&outcome)) {
@@ -116,14 +96,9 @@ void Acquire(locks::LeaseStore& leases, const httplib::Request& req, httplib::Re
 void Renew(locks::LeaseStore& leases, const httplib::Request& req, httplib::Response& res) {
   const std::string name = req.matches[1];
   if (!ValidLeaseName(name, res)) return;
-  json j;
-  std::string holder;
-  std::chrono::seconds ttl{0};
-  if (!RequireJsonBody(req, res, &j) || !HolderAndTtl(j, res, &holder, &ttl)) return;
-  auto token = WholeNumberField(j, "token", 1, INT64_MAX, std::nullopt);
-  if (auto* e = std::get_if<FieldError>(&token)) return WriteError(res, ErrorFor(*e));
-  const locks::RenewOutcome outcome =
-      leases.Renew(name, holder, std::get<std::int64_t>(token), ttl);
+  LeaseRequest lease;
+  if (!ReadLeaseRequest(req, res, /*with_token=*/true, &lease)) return;
+  const locks::RenewOutcome outcome = leases.Renew(name, lease.holder, lease.token, lease.ttl);
   std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "gateway/middleware.h"
+#include "gateway/request_parsing.h"
 
 namespace paintlock::gateway {
 
@@ -255,9 +256,9 @@ bool ParseConsumeBody(const httplib::Request& req, std::optional<std::string>* s
   for (const auto& [name, value] : j.items()) {
     // A mistyped field must not quietly count the caller's own address.
     if (name != "subject") {
-      *error = InvalidRequest(
-          "Unknown field \"" + name.substr(0, 64) + "\": the body may hold only \"subject\".",
-          name.substr(0, 64));
+      *error = InvalidRequest("Unknown field \"" + PrintableExcerpt(name, 64) +
+                                  "\": the body may hold only \"subject\".",
+                              PrintableExcerpt(name, 64));
       return false;
     }
     if (!value.is_string()) {

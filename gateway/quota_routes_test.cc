@@ -95,6 +95,22 @@ TEST_CASE("quota: a consume body is empty or {\"subject\": …} and nothing else
           413);
 }
 
+// A field name is quoted back in the error; cut at 64 bytes through a
+// multi-byte character it was invalid UTF-8, and the JSON answer could not be
+// written (500 instead of 400). Found by fuzz/quota_request_fuzz.cc.
+TEST_CASE("quota: an unknown field is named in printable ASCII, cut to 64 bytes") {
+  std::string name;
+  for (int i = 0; i < 40; ++i) name += "\xC3\xA9";
+  std::optional<std::string> subject;
+  HttpError error;
+  CHECK_FALSE(ParseConsumeBody(WithHeaders({}, "{\"" + name + "\": 1}", "application/json"),
+                               &subject, &error));
+  CHECK(error.status == 400);
+  CHECK(error.extra["param"] == std::string(64, '?'));
+  CHECK_NOTHROW((void)error.extra.dump());
+  CHECK_NOTHROW((void)nlohmann::json(error.message).dump());
+}
+
 TEST_CASE("quota: quota and licence settings are read at start-up with a line per problem") {
   std::vector<std::string> problems;
   Config c = ParseConfig(Env({}), &problems);

@@ -23,6 +23,14 @@ bool IsValidPaintingId(const std::string& id) {
   return true;
 }
 
+std::string PrintableExcerpt(const std::string& text, std::size_t max_bytes) {
+  std::string out = text.substr(0, max_bytes);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
 bool ValidateCart(const std::vector<std::string>& paintings, std::string* error) {
   if (paintings.empty()) {
     *error = "The cart is empty: name at least one painting.";
@@ -35,7 +43,7 @@ bool ValidateCart(const std::vector<std::string>& paintings, std::string* error)
   std::set<std::string> seen;
   for (const auto& id : paintings) {
     if (!IsValidPaintingId(id)) {
-      *error = "\"" + id.substr(0, 80) + "\" is not a painting id (1-64 letters, digits, '_', '.', '-').";
+      *error = "\"" + PrintableExcerpt(id, 80) + "\" is not a painting id (1-64 letters, digits, '_', '.', '-').";
       return false;
     }
     if (!seen.insert(id).second) {

@@ -16,6 +16,11 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseForm(const 
 
 bool IsValidPaintingId(const std::string& id);
 
+// `text` cut to at most `max_bytes`, with every byte outside printable ASCII
+// shown as '?': safe to quote back to a caller in any message, since a JSON
+// error body must be valid UTF-8 and a request may carry any bytes.
+std::string PrintableExcerpt(const std::string& text, std::size_t max_bytes);
+
 struct CartRequest {
   std::vector<std::string> paintings;
   std::optional<std::string> buyer_ref;  // reservations API only
