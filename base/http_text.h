@@ -20,6 +20,9 @@ std::optional<std::string> CredentialsOf(std::string_view authorization, std::st
 // CredentialsOf(authorization, "Bearer").
 std::optional<std::string> BearerTokenOf(std::string_view authorization);
 
+// `text` with & < > " ' as HTML entities, safe inside elements and quoted attributes.
+std::string HtmlEscape(std::string_view text);
+
 // Equality whose time depends only on the lengths, for comparing secrets.
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 

@@ -169,6 +169,16 @@ void ReportDrops() {
 
 }  // namespace
 
+std::string DescribeException(std::exception_ptr exception) {
+  try {
+    if (exception) std::rethrow_exception(exception);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "unknown exception";
+}
+
 std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann::json& fields) {
   nlohmann::json line = nlohmann::json::object();
   line["ts"] = NowUtc();

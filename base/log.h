@@ -19,6 +19,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,10 @@ class RequestScope {
   RequestScope(const RequestScope&) = delete;
   RequestScope& operator=(const RequestScope&) = delete;
 };
+
+// What a caught exception says (its what(), or "unknown exception"), for the
+// last-resort handlers that log it and answer 500.
+std::string DescribeException(std::exception_ptr exception);
 
 // The JSON line Log() would write (without the newline), for tests.
 std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann::json& fields);

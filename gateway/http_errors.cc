@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/http_text.h"
 #include "base/log.h"
 #include "checkout/checkout.h"
 #include "gateway/limit_routes_parsing.h"
@@ -26,32 +27,6 @@ using nlohmann::json;
 std::string ClockTime(const std::string& rfc3339) {
   if (rfc3339.size() >= 19) return rfc3339.substr(11, 8) + " UTC";
   return rfc3339;
-}
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
 }
 
 std::string Joined(const std::vector<std::string>& names) {
@@ -518,7 +493,7 @@ void WriteErrorPage(httplib::Response& res, const HttpError& error) {
       "<style>body{font:17px/1.5 system-ui,sans-serif;max-width:36em;margin:4em auto;"
       "padding:0 1em;color:#222}a{color:#134}</style></head><body><h1>Not available right now</h1>"
       "<p data-code=\"" +
-          HtmlEscape(error.code) + "\">" + HtmlEscape(error.message) +
+          base::HtmlEscape(error.code) + "\">" + base::HtmlEscape(error.message) +
           "</p><p><a href=\"javascript:history.back()\">Back to the shop</a></p></body></html>",
       "text/html; charset=utf-8");
 }

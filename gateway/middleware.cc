@@ -90,14 +90,8 @@ void InstallMiddleware(httplib::Server& server, const Config& config) {
 
   server.set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        base::LogError("unhandled_exception", {{"path", LoggablePath(req.path)}, {"error", what}});
+        base::LogError("unhandled_exception",
+                       {{"path", LoggablePath(req.path)}, {"error", base::DescribeException(ep)}});
         WriteError(res, ErrorFor(locks::DbFailure{locks::DbFailureKind::kInternal, ""}));
       });
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
 
 using namespace paintlock::testing;
@@ -14,58 +15,47 @@ using nlohmann::json;
 
 namespace {
 
-Reply Checkout(Shop& shop, const json& paintings) {
-  return PostJson(shop.gateway.base(), "/v1/checkout", {{"paintings", paintings}});
-}
-
-std::string SessionOf(Shop& shop, const std::string& reservation_id) {
-  for (const auto& s : shop.stripe.Sessions()) {
-    if (s["metadata"].value("reservation_id", "") == reservation_id) return s["id"];
+// Holds reservation `id`'s row a little longer than the gateway's
+// lock_timeout (1 s) from another transaction: recording a sale for it fails,
+// a statement started just after that would not. Joined by the destructor.
+class RowHeldPastLockTimeout {
+ public:
+  RowHeldPastLockTimeout(TestDatabase& db, const std::string& id)
+      : thread_([this, url = db.url(), id] {
+          pqxx::connection c(url);
+          pqxx::work w(c);
+          w.exec("SELECT 1 FROM reservations WHERE id = '" + id + "' FOR UPDATE");
+          locked_ = true;
+          w.exec("SELECT pg_sleep(1.6)");
+          w.commit();
+        }) {
+    REQUIRE(Eventually([&] { return locked_.load(); }));
   }
-  FAIL("no session for reservation " << reservation_id);
-  return "";
-}
+  ~RowHeldPastLockTimeout() { thread_.join(); }
 
-std::string State(TestDatabase& db, const std::string& reservation_id) {
-  return db.Scalar("SELECT state FROM reservations WHERE id = '" + reservation_id + "'");
-}
-
-void Age(TestDatabase& db, const std::string& reservation_id) {
-  db.Exec("UPDATE painting_locks SET held_until = now() - interval '1 second' WHERE holder = '" +
-          reservation_id + "'");
-  db.Exec("UPDATE reservations SET held_until = now() - interval '1 second' WHERE id = '" +
-          reservation_id + "'");
-}
+ private:
+  std::atomic<bool> locked_{false};
+  std::thread thread_;
+};
 
 }  // namespace
 
 TEST_CASE("DELETE of a paid reservation whose sale cannot be recorded right now releases nothing") {
   TestDatabase db;
   Shop shop(db);
-  Reply r = Checkout(shop, {"p12"});
-  REQUIRE(r.status == 201);
-  const std::string id = r.json["reservation_id"];
-  const std::string session = SessionOf(shop, id);
+  const auto bought = Bought(shop, {"p12"});
+  const std::string id = bought.first;
+  const std::string session = bought.second;
   // The buyer pays; the webhook is held back, so only Stripe knows.
   shop.stripe.Control("POST", "/_test/webhooks", {{"hold", true}});
   shop.stripe.Control("POST", "/_test/sessions/" + session + "/pay", {{"payment_status", "paid"}});
 
-  // Another transaction holds the reservation's row a little longer than the
-  // gateway's lock_timeout (1 s): recording the sale fails, a release started
-  // just after it would not.
-  std::atomic<bool> locked{false};
-  std::thread blocker([&] {
-    pqxx::connection c(db.url());
-    pqxx::work w(c);
-    w.exec("SELECT 1 FROM reservations WHERE id = '" + id + "' FOR UPDATE");
-    locked = true;
-    w.exec("SELECT pg_sleep(1.6)");
-    w.commit();
-  });
-  REQUIRE(Eventually([&] { return locked.load(); }));
-  Reply deleted = Request(shop.gateway.base(), "DELETE", "/v1/reservations/" + id, "",
-                          "application/json", ApiKeyHeader());
-  blocker.join();
+  Reply deleted;
+  {
+    RowHeldPastLockTimeout held(db, id);
+    deleted = Request(shop.gateway.base(), "DELETE", "/v1/reservations/" + id, "",
+                      "application/json", ApiKeyHeader());
+  }
   CHECK(deleted.status != 200);
   CHECK(deleted.status >= 400);
   CHECK(State(db, id) == "held");  // the paid buyer's paintings stay theirs
@@ -83,10 +73,9 @@ TEST_CASE("DELETE of a paid reservation whose sale cannot be recorded right now 
 TEST_CASE("the success page never shows a refunded late payer the sold page") {
   TestDatabase db;
   Shop shop(db);
-  Reply first = Checkout(shop, {"p7"});
-  REQUIRE(first.status == 201);
-  const std::string first_id = first.json["reservation_id"];
-  const std::string first_session = SessionOf(shop, first_id);
+  const auto bought = Bought(shop, {"p7"});
+  const std::string first_id = bought.first;
+  const std::string first_session = bought.second;
   Age(db, first_id);
   Reply second = Checkout(shop, {"p7"});  // takes over: expires the first session at Stripe
   REQUIRE(second.status == 201);
@@ -108,24 +97,16 @@ TEST_CASE("the success page never shows a refunded late payer the sold page") {
 TEST_CASE("the success page logs an apply it could not make, and still sends the buyer on") {
   TestDatabase db;
   Shop shop(db);
-  Reply r = Checkout(shop, {"p11"});
-  REQUIRE(r.status == 201);
-  const std::string id = r.json["reservation_id"];
-  const std::string session = SessionOf(shop, id);
+  const auto bought = Bought(shop, {"p11"});
+  const std::string id = bought.first;
+  const std::string session = bought.second;
   shop.stripe.Control("POST", "/_test/webhooks", {{"hold", true}});
   shop.stripe.Control("POST", "/_test/sessions/" + session + "/pay", {{"payment_status", "paid"}});
-  std::atomic<bool> locked{false};
-  std::thread blocker([&] {
-    pqxx::connection c(db.url());
-    pqxx::work w(c);
-    w.exec("SELECT 1 FROM reservations WHERE id = '" + id + "' FOR UPDATE");
-    locked = true;
-    w.exec("SELECT pg_sleep(1.6)");
-    w.commit();
-  });
-  REQUIRE(Eventually([&] { return locked.load(); }));
-  Reply page = Request(shop.gateway.base(), "GET", "/v1/checkout/success?session_id=" + session);
-  blocker.join();
+  Reply page;
+  {
+    RowHeldPastLockTimeout held(db, id);
+    page = Request(shop.gateway.base(), "GET", "/v1/checkout/success?session_id=" + session);
+  }
   CHECK(page.status == 303);
   REQUIRE(Eventually([&] {
     return shop.gateway.process().Log().find("success_page_apply_failed") != std::string::npos;
