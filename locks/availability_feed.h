@@ -46,10 +46,15 @@
 
 namespace paintlock::locks {
 
+// What painting_states says of one painting.
 struct PaintingAvailability {
   std::string painting;
   std::string state;    // available | reserved | sold
   std::string free_at;  // RFC 3339 while reserved, else empty
+  bool operator==(const PaintingAvailability& o) const {
+    return painting == o.painting && state == o.state && free_at == o.free_at;
+  }
+  bool operator!=(const PaintingAvailability& o) const { return !(*this == o); }
 };
 
 struct AvailabilityFeedOptions {
