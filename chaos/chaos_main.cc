@@ -1,6 +1,6 @@
 // paintlock's seeded fault campaign (`make chaos SEED=… MINUTES=…`).
 //
-//   chaos [--seed N] [--minutes M] [--out DIR]
+//   chaos [--seed N] [--minutes M] [--out DIR] [--dry-run: print the schedule only]
 //
 // Starts real processes (a private PostgreSQL, the fake Stripe, two gateways,
 // paintlockctl), runs the schedule the seed draws (buyers, webhooks, operator
@@ -186,8 +186,19 @@ int main(int argc, char** argv) {
   seed = (seed << 32) ^ std::random_device{}();
   double minutes = 2;
   std::string out_dir = paintlock::testing::BuildDir() + "/chaos";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
+  bool dry_run = false;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--dry-run") {
+      dry_run = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "chaos: " << flag << " needs a value\n";
+      return 2;
+    }
+    const std::string value = argv[i + 1];
     if (flag == "--seed") {
       if (!value.empty()) seed = std::stoull(value);
     } else if (flag == "--minutes") {
@@ -195,7 +206,7 @@ int main(int argc, char** argv) {
     } else if (flag == "--out") {
       out_dir = value;
     } else {
-      std::cerr << "usage: chaos [--seed N] [--minutes M] [--out DIR]\n";
+      std::cerr << "usage: chaos [--seed N] [--minutes M] [--out DIR] [--dry-run]\n";
       return 2;
     }
   }
@@ -217,6 +228,13 @@ int main(int argc, char** argv) {
   const std::int64_t duration_ms = static_cast<std::int64_t>(minutes * 60000);
   const std::vector<Step> steps = MakeSchedule(seed, duration_ms, shape);
 
+  if (dry_run) {
+    // The schedule alone, for comparing two seeds or checking a replay.
+    for (const Step& s : steps) std::cout << s.at_ms << " " << Describe(s) << "\n";
+    std::cout << steps.size() << " steps, fingerprint " << std::hex << Fingerprint(steps)
+              << std::dec << std::endl;
+    return 0;
+  }
   std::unique_ptr<Rig> rig;
   try {
     rig = std::make_unique<Rig>(out_dir + "/run-" + std::to_string(getpid()), shape);

@@ -33,6 +33,12 @@ struct ReservationRow {
 double Num(const pqxx::field& f, double fallback = -1) {
   return f.is_null() ? fallback : f.as<double>();
 }
+// A string member of a Stripe object; "" when absent or null.
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::string Text(const pqxx::field& f) { return f.is_null() ? "" : f.as<std::string>(); }
 
 std::string Fmt(double unix_seconds) {
@@ -184,14 +190,14 @@ class Checker {
 
   void PaidSessions(pqxx::nontransaction& n, InvariantResult& out) {
     std::map<std::string, int> refunds_by_pi;
-    for (const json& r : in_.stripe_refunds) refunds_by_pi[r.value("payment_intent", "")]++;
+    for (const json& r : in_.stripe_refunds) refunds_by_pi[Str(r, "payment_intent")]++;
     std::set<std::string> refunded_pis_explained;
     for (const json& s : in_.stripe_sessions) {
-      if (s.value("payment_status", "") != "paid") continue;
+      if (Str(s, "payment_status") != "paid") continue;
       ++out.checked;
-      const std::string id = s.value("id", "");
-      const std::string pi = s.value("payment_intent", "");
-      std::string rid = s.value("client_reference_id", "");
+      const std::string id = Str(s, "id");
+      const std::string pi = Str(s, "payment_intent");
+      std::string rid = Str(s, "client_reference_id");
       std::vector<std::string> tags = {id, rid};
       const auto matching = n.exec(
           "SELECT id::text, state FROM reservations WHERE "
@@ -275,7 +281,7 @@ class Checker {
       topups[{Text(row[0]), Text(row[1])}] = row[2].as<long long>();
     }
     std::map<std::string, json> sessions;
-    for (const json& s : in_.stripe_sessions) sessions[s.value("id", "")] = s;
+    for (const json& s : in_.stripe_sessions) sessions[Str(s, "id")] = s;
     std::map<std::string, std::set<std::string>> hold_answers;  // hold → {"commit","release"}
 
     for (const Answer& a : in_.answers) {
@@ -320,13 +326,20 @@ class Checker {
       } else if (k == StepKind::kDelete && a.status == 409 && a.code == "reservation_paid") {
         ++out.checked;
         auto s = sessions.find(a.session_id);
-        if (s == sessions.end() || s->second.value("status", "") != "complete") {
+        if (s == sessions.end() || Str(s->second, "status") != "complete") {
           bad("its Stripe session " + a.session_id + " was never completed");
         }
       } else if (k == StepKind::kForceRelease && a.status == 0) {
         ++out.checked;
         const ReservationRow* r = Reservation(a.reservation_id);
         if (!r || r->state == "held") {
+          bad("reservation " + a.reservation_id + " is " + (r ? r->state : "missing"));
+        }
+      } else if (k == StepKind::kSuccessPage && a.status == 409) {
+        // The success page's 409 is "your payment has been refunded".
+        ++out.checked;
+        const ReservationRow* r = Reservation(a.reservation_id);
+        if (!r || (r->state != "refunded" && r->state != "refund_pending")) {
           bad("reservation " + a.reservation_id + " is " + (r ? r->state : "missing"));
         }
       } else if (k == StepKind::kTopUp && (a.status == 200 || a.status == 422)) {
@@ -430,7 +443,8 @@ class Checker {
     std::map<std::string, int> yes, unknown;
     for (const Answer& a : in_.answers) {
       if (a.step.kind != StepKind::kQuotaConsume || a.skipped) continue;
-      if (a.status == 200 && a.body.value("allowed", false)) yes[a.step.key]++;
+      if (a.status == 200 && a.body.is_object() && a.body.value("allowed", false))
+        yes[a.step.key]++;
       if (a.status == 0) unknown[a.step.key]++;
     }
     std::map<std::string, int> used;

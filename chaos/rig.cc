@@ -48,7 +48,6 @@ std::map<std::string, std::string> GatewayEnv(const CampaignShape& shape) {
       {"PAINTLOCK_QUOTAS", "downloads:" + std::to_string(shape.quota_limit) + ":UTC"},
       {"PAINTLOCK_HTTP_THREADS", "16"},
       {"PAINTLOCK_DB_POOL", "6"},
-      {"PAINTLOCK_LOG_LEVEL", "warn"},
   };
 }
 
