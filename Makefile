@@ -46,7 +46,7 @@ bench: build
 SEED    ?=
 MINUTES ?= 2
 chaos: build
-	@$(BUILD)/chaos --seed "$(SEED)" --minutes $(MINUTES) --out $(BUILD)/chaos
+	@$(BUILD)/paintlock-chaos --seed "$(SEED)" --minutes $(MINUTES) --out $(BUILD)/chaos
 
 # Sanitizer builds: -O1 keeps the suite fast enough for CI while the reports
 # keep their line numbers. The ASan+UBSan build uses clang so that the same

@@ -88,10 +88,10 @@ std::vector<std::string> History(const Violation& v, const std::vector<Answer>& 
   return out;
 }
 
-std::string Ledger(std::uint64_t seed, double minutes, const std::vector<Step>& steps,
-                   const std::vector<Answer>& answers, const std::vector<std::string>& settle,
-                   const Rig::RelayStats& relay, const std::vector<InvariantResult>& results,
-                   const std::string& out_dir) {
+std::string RenderLedger(std::uint64_t seed, double minutes, const std::vector<Step>& steps,
+                         const std::vector<Answer>& answers, const std::vector<std::string>& settle,
+                         const Rig::RelayStats& relay, const std::vector<InvariantResult>& results,
+                         const std::string& out_dir) {
   std::ostringstream o;
   o << "# paintlock chaos ledger\n\n";
   o << "seed " << seed << ", " << minutes << " min; schedule of " << steps.size()
@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
   rig.reset();  // every process stops here, the cluster included
 
   const std::string ledger =
-      Ledger(seed, minutes, steps, in.answers, settle, relay, results, out_dir);
+      RenderLedger(seed, minutes, steps, in.answers, settle, relay, results, out_dir);
   std::cout << ledger << std::flush;
   std::ofstream(out_dir + "/ledger-" + std::to_string(seed) + ".md") << ledger;
   WriteAnswers(out_dir + "/answers-" + std::to_string(seed) + ".jsonl", in.answers);
