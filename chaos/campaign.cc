@@ -151,163 +151,168 @@ void Campaign::Execute(const Step& s) {
   };
   const std::string gw = rig_.GatewayBase(s.gw);
 
-  switch (s.kind) {
-    case StepKind::kCheckout: {
-      take(Call(gw, "POST", "/v1/checkout", {{"paintings", s.paintings}}));
-      if (a.status == 201 && a.body.is_object()) {
-        a.reservation_id = a.body.value("reservation_id", "");
-        a.session_id = SessionFromUrl(a.body.value("checkout_url", ""));
-      }
-      break;
-    }
-    case StepKind::kReserve: {
-      take(Call(gw, "POST", "/v1/reservations", {{"paintings", s.paintings}, {"buyer", s.key}},
-                Api()));
-      if (a.status == 201 && a.body.is_object()) {
-        a.reservation_id = a.body.value("reservation_id", "");
-      }
-      break;
-    }
-    case StepKind::kDisconnect: {
-      const auto colon = gw.find_last_of(':');
-      HangUp(std::stoi(gw.substr(colon + 1)), {{"paintings", s.paintings}}, s.amount, s.b != 0);
-      a.status = 0;
-      break;
-    }
-    case StepKind::kPay:
-    case StepKind::kPayAsync: {
-      if (!need_parent(201)) break;
-      if (a.session_id.empty()) {
-        skip("no session");
+  try {
+    switch (s.kind) {
+      case StepKind::kCheckout: {
+        take(Call(gw, "POST", "/v1/checkout", {{"paintings", s.paintings}}));
+        if (a.status == 201 && a.body.is_object()) {
+          a.reservation_id = a.body.value("reservation_id", "");
+          a.session_id = SessionFromUrl(a.body.value("checkout_url", ""));
+        }
         break;
       }
-      fake("/_test/sessions/" + a.session_id + "/pay",
-           {{"payment_status", s.kind == StepKind::kPay ? "paid" : "unpaid"}});
-      break;
+      case StepKind::kReserve: {
+        take(Call(gw, "POST", "/v1/reservations", {{"paintings", s.paintings}, {"buyer", s.key}},
+                  Api()));
+        if (a.status == 201 && a.body.is_object()) {
+          a.reservation_id = a.body.value("reservation_id", "");
+        }
+        break;
+      }
+      case StepKind::kDisconnect: {
+        const auto colon = gw.find_last_of(':');
+        HangUp(std::stoi(gw.substr(colon + 1)), {{"paintings", s.paintings}}, s.amount, s.b != 0);
+        a.status = 0;
+        break;
+      }
+      case StepKind::kPay:
+      case StepKind::kPayAsync: {
+        if (!need_parent(201)) break;
+        if (a.session_id.empty()) {
+          skip("no session");
+          break;
+        }
+        fake("/_test/sessions/" + a.session_id + "/pay",
+             {{"payment_status", s.kind == StepKind::kPay ? "paid" : "unpaid"}});
+        break;
+      }
+      case StepKind::kAsyncOutcome: {
+        if (!need_parent(201) || a.session_id.empty()) break;
+        fake("/_test/sessions/" + a.session_id + "/async_payment",
+             {{"outcome", s.b ? "succeeded" : "failed"}});
+        break;
+      }
+      case StepKind::kExpireSession: {
+        if (!need_parent(201) || a.session_id.empty()) break;
+        fake("/_test/sessions/" + a.session_id + "/expire", json::object());
+        break;
+      }
+      case StepKind::kSuccessPage: {
+        if (!need_parent(201) || a.session_id.empty()) break;
+        take(Call(gw, "GET", "/v1/checkout/success?session_id=" + a.session_id));
+        break;
+      }
+      case StepKind::kDelete: {
+        if (!need_parent(201)) break;
+        take(Call(gw, "DELETE", "/v1/reservations/" + a.reservation_id, nullptr, Api()));
+        break;
+      }
+      case StepKind::kTopUp: {
+        httplib::Headers h = Api();
+        h.emplace("Idempotency-Key", s.holder);
+        take(Call(gw, "POST", "/v1/accounts/" + s.key + "/credits", {{"amount", s.amount}}, h));
+        break;
+      }
+      case StepKind::kCreditHold: {
+        take(Call(gw, "POST", "/v1/accounts/" + s.key + "/holds",
+                  {{"amount", s.amount}, {"ttl_seconds", s.b}}, Api()));
+        if (a.status == 201 && a.body.is_object()) a.hold_id = a.body.value("hold_id", "");
+        if (!a.hold_id.empty()) a.tags.push_back(a.hold_id);
+        break;
+      }
+      case StepKind::kCreditCommit:
+      case StepKind::kCreditRelease: {
+        if (!need_parent(201)) break;
+        take(Call(
+            gw, "POST",
+            "/v1/holds/" + a.hold_id + (s.kind == StepKind::kCreditCommit ? "/commit" : "/release"),
+            json::object(), Api()));
+        break;
+      }
+      case StepKind::kQuotaConsume: {
+        take(Call(gw, "POST", "/v1/quotas/downloads/consume", {{"subject", s.key}}, Api()));
+        break;
+      }
+      case StepKind::kLeaseAcquire: {
+        take(Call(gw, "POST", "/v1/leases/" + s.key, {{"holder", s.holder}, {"ttl_seconds", s.b}},
+                  Api()));
+        if (a.status == 200 && a.body.is_object()) a.token = a.body.value("token", -1LL);
+        break;
+      }
+      case StepKind::kLeaseRenew: {
+        if (!need_parent(200)) break;
+        take(Call(gw, "POST", "/v1/leases/" + parent->step.key + "/renew",
+                  {{"holder", parent->step.holder}, {"token", a.token}, {"ttl_seconds", s.b}},
+                  Api()));
+        break;
+      }
+      case StepKind::kLeaseRelease: {
+        if (!need_parent(200)) break;
+        take(Call(gw, "DELETE",
+                  "/v1/leases/" + parent->step.key + "?holder=" + parent->step.holder +
+                      "&token=" + std::to_string(a.token),
+                  nullptr, Api()));
+        break;
+      }
+      case StepKind::kForceRelease: {
+        if (!need_parent(201)) break;
+        const auto done =
+            rig_.Ctl({"release", a.reservation_id, "--reason", "chaos", "--force", "--json"});
+        a.status = done.exit_code;
+        a.body = done.Json();
+        break;
+      }
+      case StepKind::kReconcile: {
+        const auto done = rig_.Ctl({"reconcile", "--json"});
+        a.status = done.exit_code;
+        a.body = done.Json();
+        break;
+      }
+      case StepKind::kKillGateway:
+        a.status = rig_.KillGateway(s.gw) ? 1 : 0;
+        break;
+      case StepKind::kRestartGateway:
+        a.status = rig_.StartGateway(s.gw) ? 1 : 0;
+        break;
+      case StepKind::kPgRestartFast:
+      case StepKind::kPgRestartImmediate:
+        a.status = rig_.RestartPostgres(s.kind == StepKind::kPgRestartImmediate) ? 1 : 0;
+        break;
+      case StepKind::kStripeError:
+      case StepKind::kStripe429:
+        fake("/_test/faults",
+             {{"fail_next", s.amount}, {"status", s.kind == StepKind::kStripe429 ? 429 : 500}});
+        a.status = a.status == 200 ? 1 : 0;
+        break;
+      case StepKind::kStripeHang:
+        fake("/_test/faults", {{"delay_next", s.amount}, {"delay_ms", s.b}});
+        a.status = a.status == 200 ? 1 : 0;
+        break;
+      case StepKind::kStripeDrop:
+        fake("/_test/faults", {{"drop_next", s.amount}, {"after_processing", s.b != 0}});
+        a.status = a.status == 200 ? 1 : 0;
+        break;
+      case StepKind::kWebhookDrop:
+        fake("/_test/webhooks", {{"drop_next", s.amount}});
+        a.status = a.status == 200 ? 1 : 0;
+        break;
+      case StepKind::kWebhookDuplicate:
+        fake("/_test/webhooks", {{"duplicate_next", s.amount}});
+        a.status = a.status == 200 ? 1 : 0;
+        break;
+      case StepKind::kWebhookHold:
+      case StepKind::kWebhookUnhold:
+        fake("/_test/webhooks", {{"hold", s.kind == StepKind::kWebhookHold}});
+        a.status = a.status == 200 ? 1 : 0;
+        break;
+      case StepKind::kWebhookDelay:
+        rig_.DelayNextWebhooks(static_cast<int>(s.amount), std::chrono::milliseconds(s.b));
+        a.status = 1;
+        break;
     }
-    case StepKind::kAsyncOutcome: {
-      if (!need_parent(201) || a.session_id.empty()) break;
-      fake("/_test/sessions/" + a.session_id + "/async_payment",
-           {{"outcome", s.b ? "succeeded" : "failed"}});
-      break;
-    }
-    case StepKind::kExpireSession: {
-      if (!need_parent(201) || a.session_id.empty()) break;
-      fake("/_test/sessions/" + a.session_id + "/expire", json::object());
-      break;
-    }
-    case StepKind::kSuccessPage: {
-      if (!need_parent(201) || a.session_id.empty()) break;
-      take(Call(gw, "GET", "/v1/checkout/success?session_id=" + a.session_id));
-      break;
-    }
-    case StepKind::kDelete: {
-      if (!need_parent(201)) break;
-      take(Call(gw, "DELETE", "/v1/reservations/" + a.reservation_id, nullptr, Api()));
-      break;
-    }
-    case StepKind::kTopUp: {
-      httplib::Headers h = Api();
-      h.emplace("Idempotency-Key", s.holder);
-      take(Call(gw, "POST", "/v1/accounts/" + s.key + "/credits", {{"amount", s.amount}}, h));
-      break;
-    }
-    case StepKind::kCreditHold: {
-      take(Call(gw, "POST", "/v1/accounts/" + s.key + "/holds",
-                {{"amount", s.amount}, {"ttl_seconds", s.b}}, Api()));
-      if (a.status == 201 && a.body.is_object()) a.hold_id = a.body.value("hold_id", "");
-      if (!a.hold_id.empty()) a.tags.push_back(a.hold_id);
-      break;
-    }
-    case StepKind::kCreditCommit:
-    case StepKind::kCreditRelease: {
-      if (!need_parent(201)) break;
-      take(Call(
-          gw, "POST",
-          "/v1/holds/" + a.hold_id + (s.kind == StepKind::kCreditCommit ? "/commit" : "/release"),
-          json::object(), Api()));
-      break;
-    }
-    case StepKind::kQuotaConsume: {
-      take(Call(gw, "POST", "/v1/quotas/downloads/consume", {{"subject", s.key}}, Api()));
-      break;
-    }
-    case StepKind::kLeaseAcquire: {
-      take(Call(gw, "POST", "/v1/leases/" + s.key, {{"holder", s.holder}, {"ttl_seconds", s.b}},
-                Api()));
-      if (a.status == 200 && a.body.is_object()) a.token = a.body.value("token", -1LL);
-      break;
-    }
-    case StepKind::kLeaseRenew: {
-      if (!need_parent(200)) break;
-      take(Call(gw, "POST", "/v1/leases/" + parent->step.key + "/renew",
-                {{"holder", parent->step.holder}, {"token", a.token}, {"ttl_seconds", s.b}},
-                Api()));
-      break;
-    }
-    case StepKind::kLeaseRelease: {
-      if (!need_parent(200)) break;
-      take(Call(gw, "DELETE",
-                "/v1/leases/" + parent->step.key + "?holder=" + parent->step.holder +
-                    "&token=" + std::to_string(a.token),
-                nullptr, Api()));
-      break;
-    }
-    case StepKind::kForceRelease: {
-      if (!need_parent(201)) break;
-      const auto done =
-          rig_.Ctl({"release", a.reservation_id, "--reason", "chaos", "--force", "--json"});
-      a.status = done.exit_code;
-      a.body = done.Json();
-      break;
-    }
-    case StepKind::kReconcile: {
-      const auto done = rig_.Ctl({"reconcile", "--json"});
-      a.status = done.exit_code;
-      a.body = done.Json();
-      break;
-    }
-    case StepKind::kKillGateway:
-      a.status = rig_.KillGateway(s.gw) ? 1 : 0;
-      break;
-    case StepKind::kRestartGateway:
-      a.status = rig_.StartGateway(s.gw) ? 1 : 0;
-      break;
-    case StepKind::kPgRestartFast:
-    case StepKind::kPgRestartImmediate:
-      a.status = rig_.RestartPostgres(s.kind == StepKind::kPgRestartImmediate) ? 1 : 0;
-      break;
-    case StepKind::kStripeError:
-    case StepKind::kStripe429:
-      fake("/_test/faults",
-           {{"fail_next", s.amount}, {"status", s.kind == StepKind::kStripe429 ? 429 : 500}});
-      a.status = a.status == 200 ? 1 : 0;
-      break;
-    case StepKind::kStripeHang:
-      fake("/_test/faults", {{"delay_next", s.amount}, {"delay_ms", s.b}});
-      a.status = a.status == 200 ? 1 : 0;
-      break;
-    case StepKind::kStripeDrop:
-      fake("/_test/faults", {{"drop_next", s.amount}, {"after_processing", s.b != 0}});
-      a.status = a.status == 200 ? 1 : 0;
-      break;
-    case StepKind::kWebhookDrop:
-      fake("/_test/webhooks", {{"drop_next", s.amount}});
-      a.status = a.status == 200 ? 1 : 0;
-      break;
-    case StepKind::kWebhookDuplicate:
-      fake("/_test/webhooks", {{"duplicate_next", s.amount}});
-      a.status = a.status == 200 ? 1 : 0;
-      break;
-    case StepKind::kWebhookHold:
-    case StepKind::kWebhookUnhold:
-      fake("/_test/webhooks", {{"hold", s.kind == StepKind::kWebhookHold}});
-      a.status = a.status == 200 ? 1 : 0;
-      break;
-    case StepKind::kWebhookDelay:
-      rig_.DelayNextWebhooks(static_cast<int>(s.amount), std::chrono::milliseconds(s.b));
-      a.status = 1;
-      break;
+  } catch (const std::exception& e) {
+    // A step that throws (a harness check, a bad body) is recorded as skipped.
+    skip(std::string("threw: ") + e.what());
   }
   if (!a.reservation_id.empty()) a.tags.push_back(a.reservation_id);
   if (!a.session_id.empty()) a.tags.push_back(a.session_id);
@@ -356,8 +361,12 @@ std::vector<std::string> Campaign::Settle() {
       int pending = 0;
       if (events.json.is_array()) {
         for (const json& e : events.json) {
-          if (!e.value("delivered", false) && e.value("delivery_attempts", 0) > 0 &&
-              e.value("delivery_attempts", 0) < 4) {
+          const auto delivered = e.find("delivered");
+          const bool done =
+              delivered != e.end() && ((delivered->is_boolean() && delivered->get<bool>()) ||
+                                       (delivered->is_number() && delivered->get<int>() > 0));
+          const int attempts = e.value("delivery_attempts", 0);
+          if (!done && attempts > 0 && attempts < 4) {
             ++pending;
           }
         }

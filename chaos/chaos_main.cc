@@ -11,7 +11,9 @@
 // invariant held; 1: a violation (the seed and the shortest history are
 // printed); 2: the rig could not be set up.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <dirent.h>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +40,18 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 
 void OnSignal(int) { g_interrupted = true; }
+
+// Descriptors this process inherited (a `flock` lock, say) must not pass on
+// to the daemons it starts: PostgreSQL would hold them long after we end.
+void CloseInheritedOnExec() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  while (dirent* e = readdir(dir)) {
+    const int fd = atoi(e->d_name);
+    if (fd > 2 && fd != dirfd(dir)) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  closedir(dir);
+}
 
 // The harness's REQUIRE and FAIL run outside any doctest test here: turn
 // them into exceptions that the rig's callers catch.
@@ -217,7 +231,9 @@ int main(int argc, char** argv) {
   std::cout << "chaos: seed " << seed << ", " << minutes << " min (replay: make chaos SEED=" << seed
             << " MINUTES=" << minutes << ")" << std::endl;
 
+  CloseInheritedOnExec();
   doctest::Context context;
+  context.setAsDefaultForAssertsOutOfTestCases();
   context.setAssertHandler(HarnessFailure);
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
@@ -243,27 +259,36 @@ int main(int argc, char** argv) {
     return 2;
   }
   Campaign campaign(*rig, steps, shape, g_interrupted);
-  campaign.Run(duration_ms);
-  const std::vector<std::string> settle = campaign.Settle();
-
+  std::vector<std::string> settle;
   CheckInput in;
-  in.database_url = rig->DatabaseUrl();
-  {
-    std::ifstream f(paintlock::testing::SourceDir() + "/sql/checks/invariants.sql");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    in.invariants_sql = ss.str();
+  std::vector<InvariantResult> results;
+  Rig::RelayStats relay;
+  try {
+    campaign.Run(duration_ms);
+    settle = campaign.Settle();
+    in.database_url = rig->DatabaseUrl();
+    {
+      std::ifstream f(paintlock::testing::SourceDir() + "/sql/checks/invariants.sql");
+      std::stringstream ss;
+      ss << f.rdbuf();
+      in.invariants_sql = ss.str();
+    }
+    in.stripe_sessions = Call(rig->StripeBase(), "GET", "/_test/sessions").json;
+    in.stripe_refunds = Call(rig->StripeBase(), "GET", "/_test/refunds").json;
+    if (!in.stripe_sessions.is_array()) in.stripe_sessions = nlohmann::json::array();
+    if (!in.stripe_refunds.is_array()) in.stripe_refunds = nlohmann::json::array();
+    in.answers = campaign.ledger().Done();
+    in.sampled = campaign.sampled_violations();
+    in.sampled_runs = campaign.sampled_runs();
+    in.shape = shape;
+    results = CheckEverything(in);
+    relay = rig->relay_stats();
+  } catch (const std::exception& e) {
+    // Whatever went wrong, every process still stops (below).
+    std::cerr << "chaos: the campaign failed (seed " << seed << "): " << e.what() << "\n";
+    rig.reset();
+    return 2;
   }
-  in.stripe_sessions = Call(rig->StripeBase(), "GET", "/_test/sessions").json;
-  in.stripe_refunds = Call(rig->StripeBase(), "GET", "/_test/refunds").json;
-  if (!in.stripe_sessions.is_array()) in.stripe_sessions = nlohmann::json::array();
-  if (!in.stripe_refunds.is_array()) in.stripe_refunds = nlohmann::json::array();
-  in.answers = campaign.ledger().Done();
-  in.sampled = campaign.sampled_violations();
-  in.sampled_runs = campaign.sampled_runs();
-  in.shape = shape;
-  const std::vector<InvariantResult> results = CheckEverything(in);
-  const auto relay = rig->relay_stats();
   rig.reset();  // every process stops here, the cluster included
 
   const std::string ledger =
