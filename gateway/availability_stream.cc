@@ -23,6 +23,7 @@ std::string FormatAvailabilityEvent(const std::string& epoch, std::uint64_t seq,
                                     const Availability& a) {
   nlohmann::json data = {{"id", a.painting}, {"state", a.state}};
   if (!a.free_at.empty()) data["free_at"] = a.free_at;
+  if (a.line_length > 0) data["line_length"] = a.line_length;
   return "id: " + epoch + "-" + std::to_string(seq) + "\nevent: painting\ndata: " + data.dump() +
          "\n\n";
 }

@@ -44,8 +44,10 @@ struct Availability {
   std::string painting;
   std::string state;    // available | reserved | sold
   std::string free_at;  // RFC 3339 while reserved, else empty
+  long long line_length = 0;  // entries waiting in its line: all a non-member sees of it
   bool operator==(const Availability& o) const {
-    return painting == o.painting && state == o.state && free_at == o.free_at;
+    return painting == o.painting && state == o.state && free_at == o.free_at &&
+           line_length == o.line_length;
   }
   bool operator!=(const Availability& o) const { return !(*this == o); }
 };

@@ -9,7 +9,7 @@ AvailabilityListener::AvailabilityListener(AvailabilityListenerOptions options,
     : feed_(std::move(options), [&stream](const std::vector<locks::PaintingAvailability>& read) {
         std::vector<Availability> board;
         board.reserve(read.size());
-        for (const auto& a : read) board.push_back({a.painting, a.state, a.free_at});
+        for (const auto& a : read) board.push_back({a.painting, a.state, a.free_at, a.line_length});
         const int changed = stream.Update(board);
         if (changed > 0) {
           base::Log(base::LogLevel::kDebug, "availability_changed",

@@ -42,6 +42,10 @@ struct Config {
   std::chrono::seconds hold_ttl{420};
   std::chrono::seconds session_ttl{35 * 60};  // Stripe's minimum is 30 min: keep a margin
   std::chrono::seconds delayed_payment_hold{14 * 24 * 3600};
+  // Waiting lines (locks/lines.h): PAINTLOCK_LINE_MAX, _PER_VISITOR, _CLAIM_SECONDS.
+  int line_max = 100;
+  int line_per_visitor = 1;
+  std::chrono::seconds line_claim{120};
 
   int http_threads = 64;
   int db_pool_size = 32;

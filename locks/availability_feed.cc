@@ -189,7 +189,7 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
   read.reserve(rows.size());
   for (const auto& row : rows) {
     PaintingAvailability a{row[0].as<std::string>(), row[1].as<std::string>(),
-                           row[2].as<std::string>()};
+                           row[2].as<std::string>(), row[4].as<long long>(0)};
     if (!row[3].is_null()) {
       lapse_due_[a.painting] =
           now + std::chrono::milliseconds(row[3].as<long long>()) + kLapseMargin;

@@ -50,6 +50,7 @@ struct PaintingAvailability {
   std::string painting;
   std::string state;    // available | reserved | sold
   std::string free_at;  // RFC 3339 while reserved, else empty
+  long long line_length = 0;  // entries waiting in its line (locks/lines.h)
 };
 
 struct AvailabilityFeedOptions {

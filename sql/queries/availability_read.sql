@@ -1,4 +1,5 @@
 -- $1 painting ids (text[]) or NULL for every painting: what the availability
--- streams show of them, with the milliseconds until a hold lapses.
-SELECT id, state, coalesce(free_at, '') AS free_at, free_in_ms
+-- streams show of them, with the milliseconds until a hold or a line's
+-- claim window ends, and how many wait in each painting's line.
+SELECT id, state, coalesce(free_at, '') AS free_at, free_in_ms, line_length
   FROM paintlock_availability($1::text[])
