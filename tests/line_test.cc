@@ -221,8 +221,11 @@ TEST_CASE("line: a turn left unused passes to the next by the clock alone") {
   CHECK(too_late.json["free_at"] == now_second.json["window_until"]);
   // That reserve settled what the clock had decided.
   CHECK(db.Scalar("SELECT state FROM line_entries ORDER BY id LIMIT 1") == "passed");
-  Reply bought = Buy(base, "p2", Visitor(1), tokens[1]);
+  // The server-to-server API takes the token too.
+  Reply bought = PostJson(base, "/v1/reservations",
+                          {{"paintings", {"p2"}}, {"line_token", tokens[1]}}, ApiKeyHeader());
   CHECK_MESSAGE(bought.status == 201, bought.body);
+  CHECK(Place(base, "p2", tokens[1]).json["reservation_id"] == bought.json["reservation_id"]);
   CheckInvariants(db);
 }
 
