@@ -54,7 +54,7 @@ struct Config {
   int http_threads = 64;
   std::size_t max_body_bytes = 64 * 1024;
   std::string storefront_dir;  // served at /shop/ when set
-  // Visitors are HMAC(visitor_key, client IP) (gateway/visitor.h). Gateways
+  // Visitors are HMAC(visitor_key, client IP) (base/visitor.h). Gateways
   // that must agree on who a visitor is share the key. Empty: a random key
   // per process, with a warning at start-up.
   std::string visitor_key;
