@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_TYPE ?= RelWithDebInfo
 PG_DIR     := $(BUILD)/pg
 
-.PHONY: all deps build run test unit bench asan asan-build tsan tsan-build fuzz format clean help
+.PHONY: all deps build run test unit bench asan asan-build tsan tsan-build fuzz format format-check clean help
 
 all: build
 
@@ -19,6 +19,7 @@ help:
 	@echo "make tsan    tests under ThreadSanitizer (build-tsan/)"
 	@echo "make fuzz    each libFuzzer target for FUZZ_SECONDS (default 60; build-asan/)"
 	@echo "make format  clang-format every C++ file"
+	@echo "make format-check  fail if a C++ file is not clang-formatted (CI runs it)"
 
 deps:
 	@fixtures/deps.sh --npm
@@ -67,6 +68,8 @@ fuzz: asan-build
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')
+format-check:
+	@clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
