@@ -4,6 +4,8 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "locks/row_json.h"
+
 namespace paintlock::locks {
 
 namespace {
@@ -63,6 +65,13 @@ DbResult<std::optional<LicenseView>> LicenseStore::FindByDigest(const std::strin
     v.current_period_end = r[0]["current_period_end"].as<std::string>("");
     v.active = r[0]["active"].as<bool>();
     return v;
+  });
+}
+
+DbResult<nlohmann::json> LicenseStore::List() {
+  return db_.Run("license_list", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    return RowsJson(n.exec_prepared("license_list"));
   });
 }
 

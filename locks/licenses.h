@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -63,6 +64,10 @@ class LicenseStore {
 
   // The licence whose key has this digest; nullopt when none has.
   DbResult<std::optional<LicenseView>> FindByDigest(const std::string& key_sha256);
+
+  // Every licence, newest first, as JSON rows keyed by column name (those of
+  // sql/queries/license_list.sql; key_sha256 included), for the operator.
+  DbResult<nlohmann::json> List();
 
  private:
   Database& db_;
