@@ -32,6 +32,21 @@ std::string FenceArrayLiteral(const std::vector<std::int64_t>& fences) {
   return out + "}";
 }
 
+// An admin_reservations row as the fenced release reads it.
+FencedReservation FencedReservationOf(const pqxx::row& row) {
+  FencedReservation s;
+  s.reservation_id = row["id"].as<std::string>();
+  s.state = row["state"].as<std::string>();
+  s.released_reason = row["released_reason"].as<std::string>("");
+  s.session_id = row["stripe_session_id"].as<std::string>("");
+  s.stripe_status = row["stripe_status"].as<std::string>("");
+  for (const auto& item : nlohmann::json::parse(row["items"].as<std::string>("[]"))) {
+    s.paintings.push_back(item["painting"].get<std::string>());
+    s.fences.push_back(item["fence"].get<std::int64_t>());
+  }
+  return s;
+}
+
 }  // namespace
 
 DbResult<nlohmann::json> OperatorQueries::Events(const std::optional<std::string>& session,
@@ -99,25 +114,12 @@ DbResult<nlohmann::json> OperatorQueries::ReconcileCandidates() {
 
 DbResult<std::optional<FencedReservation>> OperatorQueries::Fenced(
     const std::string& reservation_id) {
-  return db_.Run(
-      "admin_reservations", [&](pqxx::connection& c) -> std::optional<FencedReservation> {
-        pqxx::nontransaction n(c);
-        const std::optional<std::string> none;
-        pqxx::result r = n.exec_prepared("admin_reservations", none, reservation_id, none);
-        if (r.empty()) return std::nullopt;
-        const auto& row = r[0];
-        FencedReservation s;
-        s.reservation_id = row["id"].as<std::string>();
-        s.state = row["state"].as<std::string>();
-        s.released_reason = row["released_reason"].as<std::string>("");
-        s.session_id = row["stripe_session_id"].as<std::string>("");
-        s.stripe_status = row["stripe_status"].as<std::string>("");
-        for (const auto& item : nlohmann::json::parse(row["items"].as<std::string>("[]"))) {
-          s.paintings.push_back(item["painting"].get<std::string>());
-          s.fences.push_back(item["fence"].get<std::int64_t>());
-        }
-        return s;
-      });
+  return db_.Run("admin_reservations", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    const std::optional<std::string> none;
+    pqxx::result r = n.exec_prepared("admin_reservations", none, reservation_id, none);
+    return r.empty() ? std::nullopt : std::optional<FencedReservation>(FencedReservationOf(r[0]));
+  });
 }
 
 DbResult<FencedReleaseAnswer> OperatorQueries::ReleaseFenced(

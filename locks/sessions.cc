@@ -5,15 +5,6 @@
 
 namespace paintlock::locks {
 
-namespace {
-
-std::optional<std::string> NullIfEmpty(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  return s;
-}
-
-}  // namespace
-
 DbResult<SessionApplied> SessionStore::Apply(const SessionFacts& facts, const std::string& event_id,
                                              const std::string& event_type,
                                              const std::string& actor) {
