@@ -68,6 +68,20 @@ DbResult<std::optional<LicenseView>> LicenseStore::FindByDigest(const std::strin
   });
 }
 
+DbResult<LicenseApplied> LicenseStore::Apply(const SubscriptionEvent& event,
+                                             const std::string& key_sha256) {
+  const std::optional<std::int64_t> period_end =
+      event.current_period_end_unix > 0 ? std::optional<std::int64_t>(event.current_period_end_unix)
+                                        : std::nullopt;
+  return db_.Run("license_apply", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    pqxx::row row = n.exec_prepared1("license_apply", event.event_id, event.event_type,
+                                     event.event_created_unix, event.subscription_id,
+                                     event.customer_id, event.status, period_end, key_sha256);
+    return LicenseApplied{row["outcome"].as<std::string>(), row["status"].as<std::string>("")};
+  });
+}
+
 DbResult<nlohmann::json> LicenseStore::List() {
   return db_.Run("license_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);

@@ -26,6 +26,27 @@ SweepCounts CountsOf(const pqxx::row& row, const std::array<const char*, 7>& col
   return SweepCounts{v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
 }
 
+std::string FenceArrayLiteral(const std::vector<std::int64_t>& fences) {
+  std::string out = "{";
+  for (size_t i = 0; i < fences.size(); ++i) out += (i ? "," : "") + std::to_string(fences[i]);
+  return out + "}";
+}
+
+// An admin_reservations row as the fenced release reads it.
+FencedReservation FencedReservationOf(const pqxx::row& row) {
+  FencedReservation s;
+  s.reservation_id = row["id"].as<std::string>();
+  s.state = row["state"].as<std::string>();
+  s.released_reason = row["released_reason"].as<std::string>("");
+  s.session_id = row["stripe_session_id"].as<std::string>("");
+  s.stripe_status = row["stripe_status"].as<std::string>("");
+  for (const auto& item : nlohmann::json::parse(row["items"].as<std::string>("[]"))) {
+    s.paintings.push_back(item["painting"].get<std::string>());
+    s.fences.push_back(item["fence"].get<std::int64_t>());
+  }
+  return s;
+}
+
 }  // namespace
 
 DbResult<nlohmann::json> OperatorQueries::Events(const std::optional<std::string>& session,
@@ -89,6 +110,33 @@ DbResult<nlohmann::json> OperatorQueries::ReconcileCandidates() {
     pqxx::nontransaction n(c);
     return RowsJson(n.exec_prepared("admin_reconcile_candidates"), {"paintings"});
   });
+}
+
+DbResult<std::optional<FencedReservation>> OperatorQueries::Fenced(
+    const std::string& reservation_id) {
+  return db_.Run("admin_reservations", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    const std::optional<std::string> none;
+    pqxx::result r = n.exec_prepared("admin_reservations", none, reservation_id, none);
+    return r.empty() ? std::nullopt : std::optional<FencedReservation>(FencedReservationOf(r[0]));
+  });
+}
+
+DbResult<FencedReleaseAnswer> OperatorQueries::ReleaseFenced(
+    const FencedReservation& seen, const std::string& reason, const std::string& actor, bool forced,
+    const std::optional<std::string>& stripe_status) {
+  auto answer = db_.Run("admin_release", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    pqxx::row row =
+        n.exec_prepared1("admin_release", seen.reservation_id, seen.state,
+                         FenceArrayLiteral(seen.fences), reason, actor, forced, stripe_status);
+    return FencedReleaseAnswer{row["outcome"].as<std::string>(),
+                               row["state_now"].as<std::string>("")};
+  });
+  if (const auto* a = std::get_if<FencedReleaseAnswer>(&answer)) {
+    if (a->outcome == "released") db_.availability().ReservationChanged(seen.reservation_id);
+  }
+  return answer;
 }
 
 DbResult<std::optional<std::string>> OperatorQueries::ReservationState(

@@ -2,8 +2,9 @@
 // operator's listings (holds, the story of a painting, reservation or
 // session, the Stripe events, the sessions to reconcile) and its hand-made
 // writes (the catalogue's sold flag, the sweep). These are the statements of
-// sql/queries/admin_*.sql; admin_release, the fenced release, is
-// checkout::ReleaseService's.
+// sql/queries/admin_*.sql. The fenced release and the reservation it reads
+// first serve checkout::ReleaseService, the gateway's as well as
+// paintlockctl's.
 //
 // Listings come back as JSON rows keyed by column name (locks/row_json.h),
 // which paintlockctl prints as they are with --json; what the caller decides
@@ -11,9 +12,11 @@
 // connection.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "locks/database.h"
 
@@ -51,6 +54,24 @@ struct SweepCounts {
             kept_stripe_unknown = 0;
 };
 
+// A reservation as the fenced release reads it before deciding: its state and
+// the fence of each of its items.
+struct FencedReservation {
+  std::string reservation_id;
+  std::string state;  // held | awaiting_payment | sold | released | refund_pending | refunded
+  std::string released_reason;
+  std::string session_id;              // empty: none
+  std::string stripe_status;           // what Stripe last told us; empty: nothing
+  std::vector<std::string> paintings;  // in id order
+  std::vector<std::int64_t> fences;    // the item fences, same order
+};
+
+// What the fenced release did (sql/migrations/0003: paintlock_admin_release).
+struct FencedReleaseAnswer {
+  std::string outcome;    // released | not_found | anything else: nothing released
+  std::string state_now;  // the reservation's state afterwards; empty when it has none
+};
+
 class OperatorQueries {
  public:
   explicit OperatorQueries(Database& db) : db_(db) {}
@@ -77,6 +98,18 @@ class OperatorQueries {
   // The reservations whose Stripe outcome the database does not know
   // ("paintings" a JSON array).
   DbResult<nlohmann::json> ReconcileCandidates();
+
+  // The reservation with its item fences; nullopt when there is none.
+  DbResult<std::optional<FencedReservation>> Fenced(const std::string& reservation_id);
+
+  // Releases `seen`'s reservation in one statement, only if its state and
+  // item fences are still those of `seen`, audited with `reason`, `actor`,
+  // `forced` (Stripe was not asked) and what Stripe said of the session
+  // (nullopt: not asked). Availability listeners hear of it after a release.
+  DbResult<FencedReleaseAnswer> ReleaseFenced(const FencedReservation& seen,
+                                              const std::string& reason, const std::string& actor,
+                                              bool forced,
+                                              const std::optional<std::string>& stripe_status);
 
   // A reservation's state now; nullopt when it no longer exists.
   DbResult<std::optional<std::string>> ReservationState(const std::string& reservation_id);
