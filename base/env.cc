@@ -10,4 +10,12 @@ std::optional<std::string> ProcessEnv(const std::string& name) {
   return std::string(v);
 }
 
+EnvLookup MapEnv(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end() || it->second.empty()) return std::nullopt;
+    return it->second;
+  };
+}
+
 }  // namespace paintlock::base

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -12,5 +13,8 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 
 // The process environment (an empty value counts as unset).
 std::optional<std::string> ProcessEnv(const std::string& name);
+
+// Settings from a map, for tests and tools (an empty value counts as unset).
+EnvLookup MapEnv(std::map<std::string, std::string> vars);
 
 }  // namespace paintlock::base

@@ -1,4 +1,5 @@
 #include "base/http_text.h"
+#include "base/text.h"
 
 #include <openssl/crypto.h>
 
@@ -6,32 +7,16 @@
 
 namespace paintlock::base {
 
-namespace {
-
-std::string_view TrimSpaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
-
 std::string MediaTypeOf(std::string_view content_type) {
-  return Lower(TrimSpaces(content_type.substr(0, content_type.find(';'))));
+  return AsciiLower(TrimView(content_type.substr(0, content_type.find(';'))));
 }
 
 std::optional<std::string> CredentialsOf(std::string_view authorization, std::string_view scheme) {
   if (authorization.size() <= scheme.size() || authorization[scheme.size()] != ' ' ||
-      Lower(authorization.substr(0, scheme.size())) != Lower(scheme)) {
+      AsciiLower(authorization.substr(0, scheme.size())) != AsciiLower(scheme)) {
     return std::nullopt;
   }
-  std::string_view credentials = TrimSpaces(authorization.substr(scheme.size() + 1));
+  std::string_view credentials = TrimView(authorization.substr(scheme.size() + 1));
   if (credentials.empty()) return std::nullopt;
   return std::string(credentials);
 }

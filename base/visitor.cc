@@ -1,4 +1,5 @@
 #include "base/visitor.h"
+#include "base/text.h"
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
@@ -28,13 +29,6 @@ std::optional<std::array<unsigned char, 16>> ParseIp(std::string text) {
     return out;
   }
   return std::nullopt;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
 }
 
 }  // namespace

@@ -35,10 +35,11 @@ source bench/lib.sh
 # ---- Availability publishing: THE switch -----------------------------------
 # `reserve` runs with publishing as in production; `reserve-sql` with it off.
 # Each is a list of VAR=VALUE words given to both the gateway and pgbench.
-# Today the per-row triggers publish inside the buyer's transaction unless
-# paintlock.availability_notify is off for the session, and libpq reads
+# The gateway publishes after the buyer's commit (sql/queries/
+# availability_publish.sql, which does nothing while
+# paintlock.availability_notify is off for the session), and libpq reads
 # PGOPTIONS, so one variable turns it off for the gateway's pool and pgbench
-# alike. When publishing moves out of the transaction, change these two lines.
+# alike.
 PUBLISHING_ON=()
 PUBLISHING_OFF=("PGOPTIONS=-c paintlock.availability_notify=off")
 # -----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (problems.empty()) {
     FUZZ_CHECK(c.listen_port >= 0 && c.listen_port <= 65535);
     FUZZ_CHECK(c.hold_ttl.count() > 0 && c.session_ttl.count() > 0);
-    FUZZ_CHECK(c.http_threads > 0 && c.db_pool_size > 0 && c.max_body_bytes > 0);
+    FUZZ_CHECK(c.http_threads > 0 && c.database.pool_size > 0 && c.max_body_bytes > 0);
     FUZZ_CHECK(!c.rate_buckets.empty());
   }
   // A secret never shows in a problem line — unless the same text is also the

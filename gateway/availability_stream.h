@@ -37,20 +37,11 @@
 #include <string>
 #include <vector>
 
+#include "locks/availability_feed.h"
+
 namespace paintlock::gateway {
 
-// What painting_states says of one painting.
-struct Availability {
-  std::string painting;
-  std::string state;    // available | reserved | sold
-  std::string free_at;  // RFC 3339 while reserved, else empty
-  long long line_length = 0;  // entries waiting in its line: all a non-member sees of it
-  bool operator==(const Availability& o) const {
-    return painting == o.painting && state == o.state && free_at == o.free_at &&
-           line_length == o.line_length;
-  }
-  bool operator!=(const Availability& o) const { return !(*this == o); }
-};
+using Availability = locks::PaintingAvailability;
 
 struct AvailabilityStreamOptions {
   int max_streams = 200;                         // 0: every stream request gets 503

@@ -81,7 +81,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   Reader r(env, problems);
 
   if (auto v = r.Get("DATABASE_URL")) {
-    c.database_url = *v;
+    c.database.url = *v;
   } else {
     r.Problem("DATABASE_URL", "is required (a libpq URI such as postgresql://user@host/db)");
   }
@@ -120,13 +120,13 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
     if (v->rfind("sk_", 0) != 0 && v->rfind("rk_", 0) != 0) {
       r.Problem("STRIPE_SECRET_KEY", "must be a Stripe secret key (sk_live_…, sk_test_… or rk_…)");
     } else {
-      c.stripe_secret_key = *v;
+      c.stripe.secret_key = *v;
     }
   } else {
     r.Problem("STRIPE_SECRET_KEY", "is required (sk_test_… for test mode)");
   }
-  if (auto v = r.Get("STRIPE_API_BASE")) c.stripe_api_base = TrimSlash(*v);
-  if (auto v = r.Get("STRIPE_CA_FILE")) c.stripe_ca_file = *v;
+  if (auto v = r.Get("STRIPE_API_BASE")) c.stripe.api_base = TrimSlash(*v);
+  if (auto v = r.Get("STRIPE_CA_FILE")) c.stripe.ca_file = *v;
   if (auto v = r.Get("STRIPE_WEBHOOK_SECRET")) {
     c.stripe_webhook_secrets = SplitCommas(*v);
     for (const auto& s : c.stripe_webhook_secrets) {
@@ -136,9 +136,9 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
       }
     }
   }
-  r.Integer("STRIPE_MAX_RETRIES", 0, 10, "a whole number", &c.stripe_max_retries);
-  r.Millis("STRIPE_TIMEOUT_MS", 100, 120000, &c.stripe_timeout);
-  r.Millis("STRIPE_DEADLINE_MS", 100, 300000, &c.stripe_deadline);
+  r.Integer("STRIPE_MAX_RETRIES", 0, 10, "a whole number", &c.stripe.max_retries);
+  r.Millis("STRIPE_TIMEOUT_MS", 100, 120000, &c.stripe.read_timeout);
+  r.Millis("STRIPE_DEADLINE_MS", 100, 300000, &c.stripe.deadline);
   r.Integer("PAINTLOCK_STRIPE_MAX_WAITING", 1, 4096, "a whole number", &c.stripe_max_waiting);
   r.Seconds("STRIPE_WEBHOOK_TOLERANCE_SECONDS", 1, 3600, &c.webhook_tolerance);
 
@@ -153,9 +153,9 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Integer("PAINTLOCK_LINE_PER_VISITOR", 1, 100, "a whole number", &c.line_per_visitor);
   r.Seconds("PAINTLOCK_LINE_CLAIM_SECONDS", 1, 3600, &c.line_claim);
   r.Integer("PAINTLOCK_HTTP_THREADS", 2, 1024, "a whole number", &c.http_threads);
-  r.Integer("PAINTLOCK_DB_POOL", 1, 512, "a whole number", &c.db_pool_size);
-  r.Millis("PAINTLOCK_DB_LOCK_TIMEOUT_MS", 10, 60000, &c.db_lock_timeout);
-  r.Millis("PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", 100, 600000, &c.db_statement_timeout);
+  r.Integer("PAINTLOCK_DB_POOL", 1, 512, "a whole number", &c.database.pool_size);
+  r.Millis("PAINTLOCK_DB_LOCK_TIMEOUT_MS", 10, 60000, &c.database.lock_timeout);
+  r.Millis("PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", 100, 600000, &c.database.statement_timeout);
   int max_body = static_cast<int>(c.max_body_bytes);
   r.Integer("PAINTLOCK_MAX_BODY_BYTES", 1024, 16 * 1024 * 1024, "a number of bytes", &max_body);
   c.max_body_bytes = static_cast<std::size_t>(max_body);

@@ -14,27 +14,35 @@
 #include <vector>
 
 #include "base/env.h"
+#include "locks/database.h"
 #include "locks/quotas_config.h"
 #include "locks/rate_limits_config.h"
+#include "stripe/https_client.h"
 
 namespace paintlock::gateway {
 
 struct Config {
-  std::string database_url;
+  // DATABASE_URL and the pool (PAINTLOCK_DB_POOL, PAINTLOCK_DB_*_TIMEOUT_MS).
+  locks::DatabaseOptions database = [] {
+    locks::DatabaseOptions o;
+    o.pool_size = 32;
+    return o;
+  }();
   std::string listen_host = "127.0.0.1";
   int listen_port = 8080;  // 0: any free port (logged at start)
   std::string public_url = "http://127.0.0.1:8080";  // where buyers reach the gateway
   std::string success_url;  // default: {public_url}/shop/success.html?session_id={CHECKOUT_SESSION_ID}
   std::string cancel_url;   // default: {public_url}/shop/
 
-  std::string stripe_secret_key;
-  std::string stripe_api_base = "https://api.stripe.com";
-  std::string stripe_ca_file;  // optional extra trust (tests); default: the system store
+  // STRIPE_SECRET_KEY, STRIPE_API_BASE, STRIPE_CA_FILE (optional extra trust,
+  // for tests), STRIPE_MAX_RETRIES, STRIPE_TIMEOUT_MS and STRIPE_DEADLINE_MS
+  // (one Stripe call, retries included, never takes longer).
+  stripe::HttpsClientOptions stripe = [] {
+    stripe::HttpsClientOptions o;
+    o.deadline = std::chrono::milliseconds(10000);
+    return o;
+  }();
   std::vector<std::string> stripe_webhook_secrets;
-  int stripe_max_retries = 2;
-  std::chrono::milliseconds stripe_timeout{20000};
-  // STRIPE_DEADLINE_MS: one Stripe call, retries included, never takes longer.
-  std::chrono::milliseconds stripe_deadline{10000};
   int stripe_max_waiting = 16;  // PAINTLOCK_STRIPE_MAX_WAITING (gateway/stripe_budget.h)
   std::chrono::seconds webhook_tolerance{300};
 
@@ -48,12 +56,9 @@ struct Config {
   std::chrono::seconds line_claim{120};
 
   int http_threads = 64;
-  int db_pool_size = 32;
-  std::chrono::milliseconds db_lock_timeout{1000};
-  std::chrono::milliseconds db_statement_timeout{5000};
   std::size_t max_body_bytes = 64 * 1024;
   std::string storefront_dir;  // served at /shop/ when set
-  // Visitors are HMAC(visitor_key, client IP) (gateway/visitor.h). Gateways
+  // Visitors are HMAC(visitor_key, client IP) (base/visitor.h). Gateways
   // that must agree on who a visitor is share the key. Empty: a random key
   // per process, with a warning at start-up.
   std::string visitor_key;

@@ -8,13 +8,7 @@ using namespace paintlock::gateway;
 
 namespace {
 
-paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using paintlock::base::MapEnv;
 
 const std::map<std::string, std::string> kMinimal = {
     {"DATABASE_URL", "postgresql:///x"},
@@ -25,19 +19,19 @@ const std::map<std::string, std::string> kMinimal = {
 
 TEST_CASE("defaults need only a database and a Stripe key") {
   std::vector<std::string> problems;
-  Config c = ParseConfig(Env(kMinimal), &problems);
+  Config c = ParseConfig(MapEnv(kMinimal), &problems);
   CHECK(problems.empty());
   CHECK(c.listen_host == "127.0.0.1");
   CHECK(c.listen_port == 8080);
   CHECK(c.hold_ttl == std::chrono::seconds(420));
   CHECK(c.session_ttl >= std::chrono::minutes(31));
-  CHECK(c.stripe_api_base == "https://api.stripe.com");
+  CHECK(c.stripe.api_base == "https://api.stripe.com");
   CHECK(c.cancel_url == "http://127.0.0.1:8080/shop/");
 }
 
 TEST_CASE("every problem is reported, one line each, without secrets") {
   std::vector<std::string> problems;
-  ParseConfig(Env({{"STRIPE_SECRET_KEY", "pk_live_secretish"},
+  ParseConfig(MapEnv({{"STRIPE_SECRET_KEY", "pk_live_secretish"},
                    {"PAINTLOCK_HOLD_SECONDS", "7m"},
                    {"PAINTLOCK_LISTEN", "8080"},
                    {"STRIPE_WEBHOOK_SECRET", "whsec_a, nope"},
@@ -53,7 +47,7 @@ TEST_CASE("webhook secrets are a comma-separated list for rolling") {
   vars["STRIPE_WEBHOOK_SECRET"] = "whsec_old, whsec_new";
   vars["PAINTLOCK_LISTEN"] = "0.0.0.0:9000";
   std::vector<std::string> problems;
-  Config c = ParseConfig(Env(vars), &problems);
+  Config c = ParseConfig(MapEnv(vars), &problems);
   CHECK(problems.empty());
   CHECK(c.stripe_webhook_secrets == std::vector<std::string>{"whsec_old", "whsec_new"});
   CHECK(c.listen_port == 9000);

@@ -5,26 +5,16 @@
 #include <regex>
 #include <sstream>
 
+#include "base/text.h"
 #include "gateway/http_errors.h"
 
 namespace paintlock::gateway {
 
 namespace {
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
-
 bool IsAllowed(const std::vector<std::string>& allowed, const std::string& origin) {
   return !origin.empty() &&
-         std::find(allowed.begin(), allowed.end(), Lower(origin)) != allowed.end();
+         std::find(allowed.begin(), allowed.end(), base::AsciiLower(origin)) != allowed.end();
 }
 
 const char* MethodsFor(const std::string& path) {
@@ -48,10 +38,10 @@ std::optional<std::vector<std::string>> ParseAllowedOrigins(const std::string& t
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    item = Trim(item);
+    item = base::Trim(item);
     if (item.empty()) continue;
     std::smatch m;
-    const std::string lower = Lower(item);
+    const std::string lower = base::AsciiLower(item);
     if (!std::regex_match(lower, m, origin_re) || (m[4].matched && std::stol(m[4].str()) > 65535)) {
       *problem = "\"" + item + "\" is not an origin: write scheme://host[:port] (such as " +
                  "https://shop.example), with no path, no trailing slash and no wildcard";
@@ -76,7 +66,7 @@ bool ApplyCors(const std::vector<std::string>& allowed_origins, const httplib::R
                  preflight ? "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"
                            : "Origin");
   if (allowed) {
-    res.set_header("Access-Control-Allow-Origin", Lower(origin));
+    res.set_header("Access-Control-Allow-Origin", base::AsciiLower(origin));
     res.set_header("Access-Control-Expose-Headers", "Retry-After, X-Request-Id");
   }
   if (!preflight) return false;

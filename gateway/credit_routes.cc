@@ -14,7 +14,7 @@ using nlohmann::json;
 HttpError CreditErrorFor(const locks::DbFailure& f) { return ErrorFor(f, Surface::kLimits); }
 template <class T>
 HttpError CreditErrorFor(const T& outcome) {
-  return ErrorFor(outcome);
+  return ErrorForCredits(outcome);
 }
 
 // Writes the error of any non-success alternative of `outcome`.
@@ -55,7 +55,7 @@ void GetAccount(locks::CreditStore& credits, const httplib::Request& req, httpli
   if (auto* f = std::get_if<locks::DbFailure>(&got))
     return WriteError(res, ErrorFor(*f, Surface::kLimits));
   const auto& v = std::get<std::optional<locks::CreditAccountView>>(got);
-  if (!v) return WriteError(res, ErrorFor(locks::AccountNotFound{}));
+  if (!v) return WriteError(res, ErrorForCredits(locks::AccountNotFound{}));
   WriteJson(res, 200,
             {{"account_id", v->id},
              {"balance", v->balance},
@@ -129,7 +129,7 @@ void GetHold(locks::CreditStore& credits, const httplib::Request& req, httplib::
   if (auto* f = std::get_if<locks::DbFailure>(&got))
     return WriteError(res, ErrorFor(*f, Surface::kLimits));
   const auto& v = std::get<std::optional<locks::CreditHoldView>>(got);
-  if (!v) return WriteError(res, ErrorFor(locks::HoldNotFound{}));
+  if (!v) return WriteError(res, ErrorForCredits(locks::HoldNotFound{}));
   WriteJson(res, 200, HoldJson(*v));
 }
 

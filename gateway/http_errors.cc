@@ -377,7 +377,9 @@ HttpError ErrorFor(const locks::CostOverCapacity& over) {
 
 // --- Credits -----------------------------------------------------------------------
 
-HttpError ErrorFor(const locks::InsufficientCredits& o) {
+namespace {
+
+HttpError CreditError(const locks::InsufficientCredits& o) {
   return {409,
           "insufficient_credits",
           "Only " + std::to_string(o.available) + " credits are available; " +
@@ -386,15 +388,15 @@ HttpError ErrorFor(const locks::InsufficientCredits& o) {
           0};
 }
 
-HttpError ErrorFor(const locks::AccountNotFound&) {
+HttpError CreditError(const locks::AccountNotFound&) {
   return {404, "account_not_found", "There is no such account.", json::object(), 0};
 }
 
-HttpError ErrorFor(const locks::HoldNotFound&) {
+HttpError CreditError(const locks::HoldNotFound&) {
   return {404, "hold_not_found", "There is no such hold.", json::object(), 0};
 }
 
-HttpError ErrorFor(const locks::HoldWasReleased& o) {
+HttpError CreditError(const locks::HoldWasReleased& o) {
   return {409,
           "hold_released",
           "The hold was released; it cannot be committed. Nothing moved.",
@@ -402,7 +404,7 @@ HttpError ErrorFor(const locks::HoldWasReleased& o) {
           0};
 }
 
-HttpError ErrorFor(const locks::HoldLapsed& o) {
+HttpError CreditError(const locks::HoldLapsed& o) {
   return {409,
           "hold_expired",
           "The hold expired at " + o.expired_at + " and its " + std::to_string(o.amount) +
@@ -412,7 +414,7 @@ HttpError ErrorFor(const locks::HoldLapsed& o) {
           0};
 }
 
-HttpError ErrorFor(const locks::HoldWasCommitted& o) {
+HttpError CreditError(const locks::HoldWasCommitted& o) {
   return {409,
           "hold_committed",
           "The hold was committed; it cannot be released.",
@@ -420,7 +422,7 @@ HttpError ErrorFor(const locks::HoldWasCommitted& o) {
           0};
 }
 
-HttpError ErrorFor(const locks::IdempotencyKeyReused& o) {
+HttpError CreditError(const locks::IdempotencyKeyReused& o) {
   return {422,
           "idempotency_key_reused",
           "This Idempotency-Key was already used on this account for a top-up of " +
@@ -430,13 +432,19 @@ HttpError ErrorFor(const locks::IdempotencyKeyReused& o) {
           0};
 }
 
-HttpError ErrorFor(const locks::BalanceLimitReached& o) {
+HttpError CreditError(const locks::BalanceLimitReached& o) {
   return {422,
           "balance_limit",
           "The balance would pass " + std::to_string(locks::kMaxCreditBalance) +
               " credits. Nothing moved.",
           {{"balance", o.balance}},
           0};
+}
+
+}  // namespace
+
+HttpError ErrorForCredits(const CreditRefusal& refusal) {
+  return std::visit([](const auto& r) { return CreditError(r); }, refusal);
 }
 
 // --- Leases -------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace paintlock::locks {
@@ -120,14 +121,14 @@ HttpError ErrorFor(const locks::UnknownBucket& unknown, const std::vector<std::s
 HttpError ErrorFor(const locks::CostOverCapacity& over);
 
 // --- Credits ----------------------------------------------------------------
-HttpError ErrorFor(const locks::InsufficientCredits& o);
-HttpError ErrorFor(const locks::AccountNotFound& o);
-HttpError ErrorFor(const locks::HoldNotFound& o);
-HttpError ErrorFor(const locks::HoldWasReleased& o);
-HttpError ErrorFor(const locks::HoldLapsed& o);
-HttpError ErrorFor(const locks::HoldWasCommitted& o);
-HttpError ErrorFor(const locks::IdempotencyKeyReused& o);
-HttpError ErrorFor(const locks::BalanceLimitReached& o);
+// Whatever a credit hold, commit, release or top-up was refused for.
+using CreditRefusal =
+    std::variant<locks::InsufficientCredits, locks::AccountNotFound, locks::HoldNotFound,
+                 locks::HoldWasReleased, locks::HoldLapsed, locks::HoldWasCommitted,
+                 locks::IdempotencyKeyReused, locks::BalanceLimitReached>;
+// (Not an ErrorFor overload: converting to the variant needs the complete
+// types, which the other routes do not include.)
+HttpError ErrorForCredits(const CreditRefusal& refusal);
 
 // --- Leases -----------------------------------------------------------------
 HttpError ErrorFor(const locks::LeaseHeld& held, const std::string& name);

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
 
   std::string error;
   std::vector<std::string> pending;
-  if (!locks::PendingMigrations(config.database_url, &pending, &error)) return Fail(error);
+  if (!locks::PendingMigrations(config.database.url, &pending, &error)) return Fail(error);
   if (!pending.empty()) {
     std::string names;
     for (const auto& p : pending) names += (names.empty() ? "" : ", ") + p;
@@ -99,22 +99,10 @@ int main(int argc, char** argv) {
                 ": run `paintlockctl migrate` with the same DATABASE_URL");
   }
 
-  locks::DatabaseOptions db_options;
-  db_options.url = config.database_url;
-  db_options.pool_size = config.db_pool_size;
-  db_options.lock_timeout = config.db_lock_timeout;
-  db_options.statement_timeout = config.db_statement_timeout;
-  auto db = locks::Database::Open(db_options, &error);
+  auto db = locks::Database::Open(config.database, &error);
   if (!db) return Fail(error);
 
-  stripe::HttpsClientOptions stripe_options;
-  stripe_options.api_base = config.stripe_api_base;
-  stripe_options.secret_key = config.stripe_secret_key;
-  stripe_options.ca_file = config.stripe_ca_file;
-  stripe_options.read_timeout = config.stripe_timeout;
-  stripe_options.max_retries = config.stripe_max_retries;
-  stripe_options.deadline = config.stripe_deadline;
-  auto https_stripe = stripe::HttpsStripeClient::Create(stripe_options, &error);
+  auto https_stripe = stripe::HttpsStripeClient::Create(config.stripe, &error);
   if (!https_stripe) return Fail("Stripe settings: " + error);
   auto stripe_client =
       std::make_unique<gateway::StripeBudget>(*https_stripe, config.stripe_max_waiting);
@@ -197,7 +185,7 @@ int main(int argc, char** argv) {
   stream_options.heartbeat = config.stream_heartbeat;
   gateway::AvailabilityStream availability(stream_options);
   gateway::AvailabilityListenerOptions listener_options;
-  listener_options.database = db_options;
+  listener_options.database = config.database;
   listener_options.full_read_interval = config.availability_full_read;
   gateway::AvailabilityListener availability_listener(listener_options, availability);
   availability.SetChangeObserver([&server] { server.WakePushStreams(); });
@@ -236,9 +224,9 @@ int main(int argc, char** argv) {
                    {{"address", config.listen_host + ":" + std::to_string(port)},
                     {"port", port},
                     {"public_url", config.public_url},
-                    {"stripe_api_base", config.stripe_api_base},
+                    {"stripe_api_base", config.stripe.api_base},
                     {"hold_seconds", config.hold_ttl.count()},
-                    {"database", locks::RedactConnectionString(config.database_url)},
+                    {"database", locks::RedactConnectionString(config.database.url)},
                     {"reservations_api", !config.api_key.empty()}});
   if (config.stripe_webhook_secrets.empty()) {
     base::LogWarn("webhooks_disabled",

@@ -105,70 +105,86 @@ struct Routes {
   QuotaServices& s;
   const base::VisitorIdentity& visitors;
 
-  void Consume(const httplib::Request& req, httplib::Response& res) {
+  struct Counted {
+    const locks::QuotaPolicy& quota;
+    std::string who;
+  };
+
+  // The quota in the path and whom the request counts against: the subject it
+  // names (which needs the API key), else the visitor. nullopt when the
+  // request is already answered: an unknown quota, bad input, a licence key
+  // that decides it, or a subject it may not name. `read_subject(&subject,
+  // &error)` reads the subject the request names, if any.
+  template <class ReadSubject>
+  std::optional<Counted> Count(const httplib::Request& req, httplib::Response& res,
+                               ReadSubject read_subject) {
     const locks::QuotaPolicy* quota = s.quotas.Find(req.matches[1]);
-    if (quota == nullptr) return WriteError(res, QuotaNotFound(req.matches[1], s.quotas));
+    if (quota == nullptr) {
+      WriteError(res, QuotaNotFound(req.matches[1], s.quotas));
+      return std::nullopt;
+    }
     HttpError error;
     Presented presented;
-    if (!ReadPresented(req, config, &presented, &error)) return WriteError(res, error);
     std::optional<std::string> subject;
-    if (!ParseConsumeBody(req, &subject, &error)) return WriteError(res, error);
-    if (subject && presented.api_key != ApiKey::kValid) {
-      return WriteError(res, Unauthorized(config,
-                                          "Naming a subject needs the API key: send "
-                                          "Authorization: Bearer <PAINTLOCK_API_KEY>."));
+    if (!ReadPresented(req, config, &presented, &error) || !read_subject(&subject, &error)) {
+      WriteError(res, error);
+      return std::nullopt;
     }
-    if (presented.license) return AnswerForLicense(s, *quota, *presented.license, res);
+    if (subject && presented.api_key != ApiKey::kValid) {
+      WriteError(res, Unauthorized(config,
+                                   "Naming a subject needs the API key: send "
+                                   "Authorization: Bearer <PAINTLOCK_API_KEY>."));
+      return std::nullopt;
+    }
+    if (presented.license) {
+      AnswerForLicense(s, *quota, *presented.license, res);
+      return std::nullopt;
+    }
+    return Counted{*quota, subject ? locks::NamedSubject(*subject)
+                                   : locks::VisitorSubject(visitors.VisitorOf(req))};
+  }
 
-    const std::string who =
-        subject ? locks::NamedSubject(*subject) : locks::VisitorSubject(visitors.VisitorOf(req));
-    const locks::ConsumeOutcome outcome = s.quotas.Consume(*quota, who);
+  static nlohmann::json Counts(const locks::QuotaPolicy& quota, int used, int limit,
+                               const std::string& resets_at) {
+    return {{"quota", quota.name},
+            {"used", used},
+            {"limit", limit},
+            {"remaining", std::max(0, limit - used)},
+            {"resets_at", resets_at}};
+  }
+
+  void Consume(const httplib::Request& req, httplib::Response& res) {
+    const std::optional<Counted> c =
+        Count(req, res, [&](std::optional<std::string>* subject, HttpError* error) {
+          return ParseConsumeBody(req, subject, error);
+        });
+    if (!c) return;
+    const locks::ConsumeOutcome outcome = s.quotas.Consume(c->quota, c->who);
     if (const auto* f = std::get_if<locks::DbFailure>(&outcome))
       return WriteError(res, ErrorForQuotas(*f));
     if (const auto* e = std::get_if<locks::QuotaExceeded>(&outcome))
-      return WriteError(res, Exceeded(*quota, *e));
+      return WriteError(res, Exceeded(c->quota, *e));
     const auto& a = std::get<locks::QuotaAllowed>(outcome);
-    WriteJson(res, 200,
-              {{"allowed", true},
-               {"quota", quota->name},
-               {"used", a.used},
-               {"limit", a.limit},
-               {"remaining", std::max(0, a.limit - a.used)},
-               {"resets_at", a.resets_at}});
+    nlohmann::json body = Counts(c->quota, a.used, a.limit, a.resets_at);
+    body["allowed"] = true;
+    WriteJson(res, 200, body);
   }
 
   void Usage(const httplib::Request& req, httplib::Response& res) {
-    const locks::QuotaPolicy* quota = s.quotas.Find(req.matches[1]);
-    if (quota == nullptr) return WriteError(res, QuotaNotFound(req.matches[1], s.quotas));
-    HttpError error;
-    Presented presented;
-    if (!ReadPresented(req, config, &presented, &error)) return WriteError(res, error);
-    std::optional<std::string> subject;
-    if (req.has_param("subject")) {
-      subject = req.get_param_value("subject");
-      if (const std::string problem = locks::SubjectNameProblem(*subject); !problem.empty()) {
-        return WriteError(res, InvalidRequest(problem, "subject"));
-      }
-      if (presented.api_key != ApiKey::kValid) {
-        return WriteError(res, Unauthorized(config,
-                                            "Naming a subject needs the API key: send "
-                                            "Authorization: Bearer <PAINTLOCK_API_KEY>."));
-      }
-    }
-    if (presented.license) return AnswerForLicense(s, *quota, *presented.license, res);
-
-    const std::string who =
-        subject ? locks::NamedSubject(*subject) : locks::VisitorSubject(visitors.VisitorOf(req));
-    auto usage = s.quotas.Usage(*quota, who);
+    const std::optional<Counted> c =
+        Count(req, res, [&](std::optional<std::string>* subject, HttpError* error) {
+          if (!req.has_param("subject")) return true;
+          *subject = req.get_param_value("subject");
+          const std::string problem = locks::SubjectNameProblem(**subject);
+          if (!problem.empty()) *error = InvalidRequest(problem, "subject");
+          return problem.empty();
+        });
+    if (!c) return;
+    auto usage = s.quotas.Usage(c->quota, c->who);
     if (const auto* f = std::get_if<locks::DbFailure>(&usage))
       return WriteError(res, ErrorForQuotas(*f));
     const auto& u = std::get<locks::QuotaUsage>(usage);
-    WriteJson(res, 200,
-              {{"quota", quota->name},
-               {"used", u.used},
-               {"limit", u.limit},
-               {"remaining", std::max(0, u.limit - u.used)},
-               {"resets_at", u.resets_at}});
+    WriteJson(res, 200, Counts(c->quota, u.used, u.limit, u.resets_at));
   }
 
   void ValidateLicense(const std::string& key, httplib::Response& res) {

@@ -19,14 +19,11 @@ httplib::Request WithHeaders(std::initializer_list<std::pair<const char*, std::s
 
 const std::string kKey = "plk_" + std::string(64, 'a');
 
+// The settings the gateway requires, plus `vars`.
 paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
   vars.emplace("DATABASE_URL", "postgresql:///x");
   vars.emplace("STRIPE_SECRET_KEY", "sk_test_123");
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
+  return paintlock::base::MapEnv(std::move(vars));
 }
 
 }  // namespace

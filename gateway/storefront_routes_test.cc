@@ -13,14 +13,11 @@ HttpError Reserved() {
       409, "painting_reserved", "…", {{"painting", "p7"}, {"free_at", "2026-12-02T14:05:09Z"}}, 42};
 }
 
+// The settings the gateway requires, plus `vars`.
 paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
   vars.emplace("DATABASE_URL", "postgresql:///x");
   vars.emplace("STRIPE_SECRET_KEY", "sk_test_123");
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
+  return paintlock::base::MapEnv(std::move(vars));
 }
 
 }  // namespace

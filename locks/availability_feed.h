@@ -46,11 +46,17 @@
 
 namespace paintlock::locks {
 
+// What painting_states says of one painting.
 struct PaintingAvailability {
   std::string painting;
   std::string state;    // available | reserved | sold
   std::string free_at;  // RFC 3339 while reserved, else empty
-  long long line_length = 0;  // entries waiting in its line (locks/lines.h)
+  long long line_length = 0;  // entries waiting in its line: all a non-member sees of it
+  bool operator==(const PaintingAvailability& o) const {
+    return painting == o.painting && state == o.state && free_at == o.free_at &&
+           line_length == o.line_length;
+  }
+  bool operator!=(const PaintingAvailability& o) const { return !(*this == o); }
 };
 
 struct AvailabilityFeedOptions {

@@ -25,6 +25,11 @@ std::string TextArrayLiteral(const std::vector<std::string>& items) {
   return out;
 }
 
+std::optional<std::string> NullIfEmpty(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return text;
+}
+
 bool LooksLikeUuid(const std::string& text) {
   if (text.size() != 36) return false;
   for (size_t i = 0; i < text.size(); ++i) {

@@ -122,6 +122,9 @@ std::string TextArrayLiteral(const std::vector<std::string>& items);
 // could be had (the database then picks the id).
 std::optional<std::string> NewReservationId();
 
+// `text` as a statement parameter: NULL when it is empty.
+std::optional<std::string> NullIfEmpty(const std::string& text);
+
 // True for the canonical textual form of a UUID (what reservation ids are).
 bool LooksLikeUuid(const std::string& text);
 

@@ -1,4 +1,5 @@
 #include "stripe/api_base.h"
+#include "base/text.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,11 +16,6 @@
 namespace paintlock::stripe {
 
 namespace {
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool IsIpv4(const std::string& host, in_addr* addr) {
   return inet_pton(AF_INET, host.c_str(), addr) == 1;
@@ -65,7 +61,7 @@ bool ParseApiBase(const std::string& url, bool* tls, std::string* host, int* por
     *error = what + " must start with https:// (or http:// for a loopback host)";
     return false;
   }
-  const std::string scheme = Lower(url.substr(0, sep));
+  const std::string scheme = base::AsciiLower(url.substr(0, sep));
   if (scheme != "https" && scheme != "http") {
     *error = what + ": scheme must be https (or http for a loopback host), not \"" + scheme + "\"";
     return false;
@@ -112,7 +108,7 @@ bool ParseApiBase(const std::string& url, bool* tls, std::string* host, int* por
       return false;
     }
   }
-  *host = Lower(host_text);
+  *host = base::AsciiLower(host_text);
   *port = *tls ? 443 : 80;
   if (port_text) {
     bool digits = !port_text->empty() && port_text->size() <= 5 &&

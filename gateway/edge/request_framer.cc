@@ -1,4 +1,5 @@
 #include "gateway/edge/request_framer.h"
+#include "base/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -40,26 +41,14 @@ bool IsToken(const std::string& s) {
   });
 }
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  const auto last = s.find_last_not_of(" \t");
-  return s.substr(first, last - first + 1);
-}
-
 // True when the comma-separated list `value` has `token` (case-insensitive).
 bool HasToken(const std::string& value, const char* token) {
-  const std::string lower = Lower(value);
+  const std::string lower = base::AsciiLower(value);
   std::size_t start = 0;
   while (start <= lower.size()) {
     auto comma = lower.find(',', start);
     if (comma == std::string::npos) comma = lower.size();
-    if (Trim(lower.substr(start, comma - start)) == token) return true;
+    if (base::Trim(lower.substr(start, comma - start)) == token) return true;
     start = comma + 1;
   }
   return false;
@@ -256,8 +245,8 @@ RequestFramer::Result RequestFramer::ParseHead(const std::string& head) {
     if (colon == std::string::npos || !IsToken(line.substr(0, colon))) {
       return Fail(400, "invalid_request", "A header line is not NAME: VALUE.");
     }
-    const std::string name = Lower(line.substr(0, colon));
-    const std::string value = Trim(line.substr(colon + 1));
+    const std::string name = base::AsciiLower(line.substr(0, colon));
+    const std::string value = base::Trim(line.substr(colon + 1));
     if (name == "content-length") {
       if (value.empty() || value.size() > 18 ||
           !std::all_of(value.begin(), value.end(),
@@ -273,7 +262,7 @@ RequestFramer::Result RequestFramer::ParseHead(const std::string& head) {
       continue;
     }
     if (name == "transfer-encoding") {
-      if (has_transfer_encoding || Lower(value) != "chunked") {
+      if (has_transfer_encoding || base::AsciiLower(value) != "chunked") {
         return Fail(501, "unsupported_transfer_encoding",
                     "Only Transfer-Encoding: chunked is accepted for request bodies.");
       }
@@ -281,13 +270,13 @@ RequestFramer::Result RequestFramer::ParseHead(const std::string& head) {
       continue;
     }
     if (name == "expect") {
-      if (Lower(value) != "100-continue") {
+      if (base::AsciiLower(value) != "100-continue") {
         return Fail(417, "expectation_failed", "Only Expect: 100-continue is understood.");
       }
       expect_continue_ = true;
       continue;
     }
-    if (name == "content-encoding" && Lower(value) != "identity") {
+    if (name == "content-encoding" && base::AsciiLower(value) != "identity") {
       // A compressed body could expand far past the body limit once decoded.
       return Fail(415, "unsupported_content_encoding", "Send request bodies uncompressed.");
     }
