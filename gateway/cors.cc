@@ -77,7 +77,8 @@ bool ApplyCors(const std::vector<std::string>& allowed_origins, const httplib::R
   }
   if (allowed) {
     res.set_header("Access-Control-Allow-Methods", MethodsFor(req.path));
-    res.set_header("Access-Control-Allow-Headers", "Content-Type, X-Request-Id, Last-Event-ID, Paintlock-Line-Token");
+    res.set_header("Access-Control-Allow-Headers",
+                   "Content-Type, X-Request-Id, Last-Event-ID, Paintlock-Line-Token");
     res.set_header("Access-Control-Max-Age", "600");
   }
   res.set_header("Allow", MethodsFor(req.path));

@@ -28,8 +28,8 @@ struct CartRequest {
 };
 
 // Parses {"paintings": ["p1", …]} (and "buyer" when `allow_buyer`), or a form
-// with painting=p1&painting=p2; either may carry one "line_token". On failure returns nullopt with *error a
-// sentence for the buyer and *param the offending field.
+// with painting=p1&painting=p2; either may carry one "line_token". On failure returns nullopt with
+// *error a sentence for the buyer and *param the offending field.
 std::optional<CartRequest> ParseCartJson(const std::string& body, bool allow_buyer,
                                          std::string* error, std::string* param);
 std::optional<CartRequest> ParseCartForm(const std::string& body, std::string* error,
