@@ -19,17 +19,12 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
-  createDatabase,
   eventually,
-  freePort,
   launchChromium,
+  openBuyers,
   psql,
   screenshotDir,
-  startFakeStripe,
-  startGateway,
-  startStaticServer,
-  storefrontDir,
-  STRIPE_WEBHOOK_SECRET,
+  startDemoShop,
 } from './support.mjs';
 
 const TIMEOUT = 30_000;
@@ -46,47 +41,13 @@ async function shoot(page, name) {
 test('a second window joins the line, watches its place, and buys when its turn comes', {
   timeout: 240_000,
 }, async (t) => {
-  const db = await createDatabase();
-  t.after(() => db.drop());
-  const gatewayPort = await freePort();
-  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-  const shop = await startStaticServer(storefrontDir, {
-    rewriteHtml: (html) => html.replaceAll('src="/paintlock.js"', `src="${gatewayUrl}/paintlock.js"`),
+  const { db, stripe, shop } = await startDemoShop(t, {
+    PAINTLOCK_LINE_PER_VISITOR: '3',
+    PAINTLOCK_LINE_CLAIM_SECONDS: '120',
   });
-  t.after(() => shop.close());
-  const stripe = await startFakeStripe({
-    webhookUrl: `${gatewayUrl}/v1/webhooks/stripe`,
-    webhookSecret: STRIPE_WEBHOOK_SECRET,
-  });
-  t.after(() => stripe.stop());
-  const gateway = await startGateway({
-    port: gatewayPort,
-    databaseUrl: db.url,
-    stripeUrl: stripe.url,
-    env: {
-      PAINTLOCK_ALLOWED_ORIGINS: shop.url,
-      PAINTLOCK_SUCCESS_URL: `${shop.url}/success.html?session_id={CHECKOUT_SESSION_ID}`,
-      PAINTLOCK_CANCEL_URL: `${shop.url}/cancel.html`,
-      PAINTLOCK_LINE_PER_VISITOR: '3',
-      PAINTLOCK_LINE_CLAIM_SECONDS: '120',
-    },
-  });
-  t.after(() => gateway.stop());
-
   const browser = await launchChromium();
   t.after(() => browser.close());
-  const windows = {};
-  for (const name of ['a', 'b', 'c']) {
-    const context = await browser.newContext({
-      locale: 'en-GB', timezoneId: 'UTC', viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    page.setDefaultTimeout(TIMEOUT);
-    const errors = [];
-    page.on('pageerror', (err) => errors.push(err.message));
-    t.after(() => assert.deepEqual(errors, [], `window ${name}: no script errors on the page`));
-    windows[name] = page;
-  }
+  const windows = await openBuyers(t, browser, ['a', 'b', 'c'], TIMEOUT);
   const { a, b, c } = windows;
 
   // A buys and sits on the Stripe page without paying.
