@@ -27,9 +27,11 @@
  * tab's sessionStorage). While in line the status says "You are number 3 in
  * line"; when the tab's turn comes the button is enabled again and the
  * status says "Your turn — buy within 1:59", counting down, and a click buys
- * with the line token. Every stream event for the painting, and the turn's
- * start and end, make the script ask the gateway where the tab stands (with
- * its token; the stream itself carries only the line's length). The button
+ * with the line token. The tab opens the stream with its line tokens
+ * (?line_token=…), and the stream tells it, and only it, its position and
+ * when its turn starts and ends ("line" events); everyone else sees only the
+ * line's length. When its place ends (bought, passed, left, cleared) the
+ * script asks the gateway once which it was (GET …/line). The button
  * gets data-paintlock-line (waiting | your_turn | passed | closed) and fires
  * "paintlock:line" (detail: {painting, state, position, window_until}).
  * Optional attributes on the button:
@@ -60,7 +62,7 @@
   var ticker = null;
   var lastAsked = 0;
   var lines = new Map();         // painting id -> this tab's place in its line
-  var lineTimers = new Map();    // painting id -> timeout re-asking at a turn's edge
+  var streamTokens = '';        // the line tokens the open stream follows
   var lineAsking = new Map();    // painting id -> the request in flight
 
   function gatewayBase() {
@@ -127,7 +129,6 @@
     if (!p || !p.id || !p.state) return;
     known.set(p.id, { state: p.state, free_at: p.free_at || null, line_length: p.line_length || 0 });
     renderPainting(p.id);
-    if (lineOf(p.id)) askLine(p.id);
     subscribers.forEach(function (fn) {
       try { fn({ id: p.id, state: p.state, free_at: p.free_at || null }); } catch (e) { console.error(e); }
     });
@@ -337,13 +338,21 @@
 
   function connect() {
     if (source || typeof EventSource === 'undefined') return;
-    source = new EventSource(base + '/v1/paintings/stream');
+    streamTokens = lineTokens();
+    source = new EventSource(base + '/v1/paintings/stream' + streamTokens);
     source.addEventListener('painting', function (e) {
       try { apply(JSON.parse(e.data)); } catch (err) { console.error(err); }
+    });
+    source.addEventListener('line', function (e) {
+      try { applyLine(JSON.parse(e.data)); } catch (err) { console.error(err); }
     });
     source.addEventListener('open', function () {
       backoffMs = 1000;
       connection(true);
+      // What happened to a place while the stream was down: ask once.
+      lines.forEach(function (place, id) {
+        if (place.state === 'waiting' || place.state === 'your_turn') askLine(id);
+      });
     });
     source.addEventListener('error', function () {
       connection(false);
@@ -359,6 +368,50 @@
   }
 
   // ---- the waiting line --------------------------------------------------------
+
+  // The query that makes the stream follow this tab's places ('' for none).
+  function lineTokens() {
+    var tokens = [];
+    try {
+      for (var i = 0; i < sessionStorage.length; i++) {
+        var key = sessionStorage.key(i);
+        if (key.indexOf(LINE_KEY) === 0) lineOf(key.slice(LINE_KEY.length));
+      }
+    } catch (e) { /* private mode: only this page's places */ }
+    lines.forEach(function (place) {
+      if (place.token && (place.state === 'waiting' || place.state === 'your_turn')) tokens.push(place.token);
+    });
+    tokens.sort();
+    return tokens.length ? '?' + tokens.slice(0, 8).map(function (t) {
+      return 'line_token=' + encodeURIComponent(t);
+    }).join('&') : '';
+  }
+
+  // Reopens the stream when the places it should follow changed.
+  function restream() {
+    if (!source || lineTokens() === streamTokens) return;
+    source.close();
+    source = null;
+    connect();
+  }
+
+  // A "line" event: this tab's own place in a painting's line.
+  function applyLine(e) {
+    var place = lines.get(e.id);
+    if (!place) return;
+    if (e.state === 'waiting' || e.state === 'your_turn') {
+      lines.set(e.id, { token: place.token, state: e.state, position: e.position,
+                        window_from: e.window_from, window_until: e.window_until });
+      renderPainting(e.id);
+    } else if (e.state === 'closed') {
+      lines.set(e.id, { token: place.token, state: 'closed', position: null });
+      forgetLine(e.id);
+      renderPainting(e.id);
+      restream();
+    } else {
+      askLine(e.id);  // ended: bought, passed, left or cleared
+    }
+  }
 
   // This tab's place in a painting's line, from memory or sessionStorage.
   function lineOf(id) {
@@ -376,8 +429,8 @@
     try { sessionStorage.removeItem(LINE_KEY + id); } catch (e) { /* private mode */ }
   }
 
-  // Asks the gateway where this tab stands, then once more at the edge of
-  // its turn (its start, or its end), by the gateway's clock.
+  // Asks the gateway where this tab stands (after joining, at page load, and
+  // when the stream says the place ended or the stream reconnects).
   function askLine(id) {
     var place = lines.get(id);
     if (!place || !place.token || lineAsking.has(id)) return;
@@ -385,19 +438,16 @@
       credentials: 'omit',
       headers: { 'Paintlock-Line-Token': place.token },
     }).then(function (r) {
-      if (r.status === 404) { lines.delete(id); forgetLine(id); return null; }
+      if (r.status === 404) { lines.delete(id); forgetLine(id); restream(); return null; }
       return r.ok ? r.json() : null;
     }).then(function (body) {
       if (!body) return;
       var next = { token: place.token, state: body.state, position: body.position || null,
                    window_from: body.window_from || null, window_until: body.window_until || null };
       lines.set(id, next);
-      if (next.state !== 'waiting' && next.state !== 'your_turn') forgetLine(id);
-      clearTimeout(lineTimers.get(id));
-      var edge = next.state === 'waiting' ? body.starts_in_ms
-               : next.state === 'your_turn' ? body.ends_in_ms : null;
-      if (edge != null) {
-        lineTimers.set(id, setTimeout(function () { askLine(id); }, Math.min(edge + 250, 60000)));
+      if (next.state !== 'waiting' && next.state !== 'your_turn') {
+        forgetLine(id);
+        restream();
       }
     }).catch(function () {}).then(function () {
       lineAsking.delete(id);
@@ -420,7 +470,7 @@
         } catch (e) { /* private mode: kept for this page only */ }
         lines.set(id, { token: body.line_token, state: 'waiting', position: body.position,
                         window_from: body.window_from || null, window_until: body.window_until || null });
-        askLine(id);
+        restream();
       } else if (res.status === 409 && body.code === 'painting_free') {
         refresh([id]);
       } else {
@@ -446,7 +496,7 @@
     } catch (e) { /* the place lapses by itself when its turn passes */ }
     lines.delete(id);
     forgetLine(id);
-    clearTimeout(lineTimers.get(id));
+    restream();
     renderPainting(id);
   }
 

@@ -9,6 +9,7 @@
 
 #include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
+#include "tests/support/stream_client.h"
 
 using namespace paintlock::testing;
 using nlohmann::json;
@@ -185,6 +186,82 @@ TEST_CASE("line: the same story across two gateway processes on one database") {
   Shop shop(db, env);
   Gateway other(db, shop.stripe.base(), GatewayOptions{env, 0});
   TwentyInLine(db, shop, {shop.gateway.base(), other.base()});
+}
+
+TEST_CASE(
+    "line: each member's stream tells it its own place and turn, others see only the length") {
+  TestDatabase db;
+  Shop shop(db, LineEnv({{"PAINTLOCK_HOLD_SECONDS", "3"}, {"PAINTLOCK_LINE_CLAIM_SECONDS", "60"}}));
+  const std::string base = shop.gateway.base();
+  const int port = shop.gateway.port();
+  REQUIRE(Buy(base, "p4", "198.51.100.1").status == 201);
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 3; ++i) {
+    Reply j = Join(base, "p4", Visitor(i));
+    REQUIRE(j.status == 201);
+    tokens.push_back(j.json["line_token"]);
+  }
+  auto line_event = [](const std::string& state, int position) {
+    return [state, position](const SseEvent& e) {
+      if (e.event != "line") return false;
+      const json j = e.Json();
+      return j.value("id", "") == "p4" && j.value("state", "") == state &&
+             (position == 0 || j.value("position", 0) == position);
+    };
+  };
+  StreamClient first(port, "", "?line_token=" + tokens[0]);
+  StreamClient second(port, "", "?line_token=" + tokens[1]);
+  StreamClient third(port, "", "?line_token=" + tokens[2]);
+  StreamClient stranger(port);
+  REQUIRE(first.Status() == 200);
+  REQUIRE(second.Status() == 200);
+
+  // Each is told its own place as soon as it connects.
+  auto waiting = second.WaitFor(line_event("waiting", 2));
+  REQUIRE(waiting);
+  CHECK(waiting->Json()["line_length"] == 3);
+  CHECK(!waiting->Json()["window_from"].get<std::string>().empty());
+  REQUIRE(third.WaitFor(line_event("waiting", 3)));
+  // The hold lapses (3 s, by the clock; nothing is written): the first is
+  // told its turn, with the window to buy in.
+  auto turn = first.WaitFor(line_event("your_turn", 1));
+  REQUIRE(turn);
+  const std::string until = turn->Json()["window_until"];
+  CHECK(!until.empty());
+  CHECK(Place(base, "p4", tokens[0]).json["window_until"] == until);
+
+  // The first leaves: the second's turn starts now, the third moves up.
+  CHECK(Leave(base, "p4", tokens[0]).status == 200);
+  REQUIRE(first.WaitFor(line_event("ended", 0)));
+  REQUIRE(second.WaitFor(line_event("your_turn", 1)));
+  REQUIRE(third.WaitFor(line_event("waiting", 2)));
+
+  // The second buys and pays: sold, and the third is told the line closed.
+  Reply bought = Buy(base, "p4", Visitor(1), tokens[1]);
+  REQUIRE_MESSAGE(bought.status == 201, bought.body);
+  REQUIRE(second.WaitFor(line_event("ended", 0)));
+  Pay(shop, SessionOf(db, bought.json["reservation_id"]));
+  REQUIRE(third.WaitFor(line_event("closed", 0)));
+  REQUIRE(stranger.WaitFor("p4", "sold"));
+
+  // No stream was told anything of another member: each line event names
+  // only the stream's own place, and the stranger had none, only lengths.
+  for (const auto& e : stranger.events()) CHECK(e.event != "line");
+  CHECK(std::any_of(stranger.events().begin(), stranger.events().end(), [](const SseEvent& e) {
+    return e.event == "painting" && e.Json().value("line_length", 0) == 3;
+  }));
+  for (const StreamClient* s : {&first, &second, &third, &stranger}) {
+    for (const std::string& token : tokens) CHECK(s->body().find(token) == std::string::npos);
+    CHECK(s->body().find(db.Scalar("SELECT token_sha256 FROM line_entries LIMIT 1")) ==
+          std::string::npos);
+  }
+
+  // A stream asked to follow something that is not a line token is refused.
+  Reply forged = Request(base, "GET", "/v1/paintings/stream?line_token=plt_not-a-token");
+  CHECK(forged.status == 400);
+  CHECK(forged.json["code"] == "invalid_request");
+  CHECK(forged.json["param"] == "line_token");
+  CheckInvariants(db);
 }
 
 TEST_CASE("line: a turn left unused passes to the next by the clock alone") {
