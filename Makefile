@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_TYPE ?= RelWithDebInfo
 PG_DIR     := $(BUILD)/pg
 
-.PHONY: all deps build run test unit bench chaos asan asan-build tsan tsan-build fuzz format clean help
+.PHONY: all deps build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
 
 all: build
 
@@ -20,6 +20,7 @@ help:
 	@echo "make tsan    tests under ThreadSanitizer (build-tsan/)"
 	@echo "make fuzz    each libFuzzer target for FUZZ_SECONDS (default 60; build-asan/)"
 	@echo "make format  clang-format every C++ file"
+	@echo "make format-check  fail if a C++ file is not clang-formatted (CI runs it)"
 
 deps:
 	@fixtures/deps.sh --npm
@@ -48,12 +49,14 @@ MINUTES ?= 2
 chaos: build
 	@$(BUILD)/paintlock-chaos --seed "$(SEED)" --minutes $(MINUTES) --out $(BUILD)/chaos
 
-# Sanitizer builds: -O1 keeps the suite fast enough for CI while the reports
-# keep their line numbers. The ASan+UBSan build uses clang so that the same
+# Sanitizer builds: -O1 keeps the suite fast enough for CI, and -g1 (line
+# tables only) keeps the reports' file:line while compiling much faster than
+# full debug info; "Sanitize" is a build type with no flags of its own, and,
+# unlike Release, leaves assertions on. The ASan+UBSan build uses clang so that the same
 # build also carries the libFuzzer targets (fuzz/). Any sanitizer report, from
 # any process a test starts, fails the run (fixtures/sanitized-tests.sh).
 # SAN_CTEST_ARGS passes ctest arguments (e.g. -E to leave a test out).
-SAN_FLAGS  := -DCMAKE_CXX_FLAGS=-O1
+SAN_FLAGS  := -DCMAKE_CXX_FLAGS='-O1 -g1'
 ASAN_EXTRA := -DCMAKE_CXX_COMPILER=clang++ $(SAN_FLAGS) -DPAINTLOCK_SANITIZE=address,undefined \
               -DPAINTLOCK_FUZZ=ON
 TSAN_EXTRA := $(SAN_FLAGS) -DPAINTLOCK_SANITIZE=thread
@@ -62,11 +65,11 @@ FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= $(JOBS)
 
 asan-build:
-	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_TYPE=Debug CMAKE_EXTRA="$(ASAN_EXTRA)"
+	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_TYPE=Sanitize CMAKE_EXTRA="$(ASAN_EXTRA)"
 asan: asan-build
 	@fixtures/sanitized-tests.sh address build-asan $(SAN_CTEST_ARGS)
 tsan-build:
-	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_TYPE=Debug CMAKE_EXTRA="$(TSAN_EXTRA)"
+	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_TYPE=Sanitize CMAKE_EXTRA="$(TSAN_EXTRA)"
 tsan: tsan-build
 	@fixtures/sanitized-tests.sh thread build-tsan $(SAN_CTEST_ARGS)
 
@@ -76,6 +79,8 @@ fuzz: asan-build
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')
+format-check:
+	@clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan

@@ -101,11 +101,6 @@ class CommandRegistry {
   std::vector<Command> commands_;
 };
 
-// The fields of a query row as a JSON object keyed by column name: NULL as
-// null, booleans and integers as such, columns named in `json_columns`
-// parsed as JSON, anything else as a string.
-nlohmann::json RowJson(const pqxx::row& row, const std::vector<std::string>& json_columns = {});
-
 // A JSON value as a table cell: "" for null, strings unquoted, else dumped.
 std::string Cell(const nlohmann::json& value);
 

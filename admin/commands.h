@@ -20,6 +20,7 @@ void RegisterQuotaCommands(CommandRegistry& registry);     // quota_command.cc
 void RegisterLicensesCommand(CommandRegistry& registry);   // licenses_command.cc
 void RegisterCreditsCommands(CommandRegistry& registry);   // credits_command.cc
 void RegisterLeasesCommand(CommandRegistry& registry);     // leases_command.cc
+void RegisterLineCommands(CommandRegistry& registry);      // line_command.cc
 
 // All of the above, in the order `paintlockctl --help` lists them.
 inline void RegisterAllCommands(CommandRegistry& registry) {
@@ -27,6 +28,7 @@ inline void RegisterAllCommands(CommandRegistry& registry) {
   RegisterShowCommand(registry);
   RegisterReleaseCommand(registry);
   RegisterSoldCommands(registry);
+  RegisterLineCommands(registry);
   RegisterReconcileCommand(registry);
   RegisterEventsCommand(registry);
   RegisterSweepCommand(registry);

@@ -89,19 +89,31 @@ void PrintHolds(CommandContext& ctx, const std::vector<locks::CreditHoldView>& h
   table.Print(ctx.out(), "  ");
 }
 
-int Show(CommandContext& ctx) {
+// The usage error for an ACCOUNT that is not an account id; nullopt for one.
+std::optional<int> BadAccount(CommandContext& ctx, const std::string& account) {
+  if (locks::IsValidAccountId(account)) return std::nullopt;
+  return ctx.BadUsage("\"" + account + "\" is not an account id (1 to 64 of A-Z a-z 0-9 _ . : -)");
+}
+
+// Runs `then` on the account the first argument names, after reporting (as
+// `doing`) a bad id, a database failure or an account that does not exist.
+using AccountCommand = int (*)(CommandContext& ctx, locks::CreditStore& credits,
+                               const std::string& account, const locks::CreditAccountView& view);
+int WithAccount(CommandContext& ctx, const std::string& doing, AccountCommand then) {
   const std::string account = ctx.arg(0);
-  if (!locks::IsValidAccountId(account)) {
-    return ctx.BadUsage("\"" + account +
-                        "\" is not an account id (1 to 64 of A-Z a-z 0-9 _ . : -)");
-  }
+  if (auto bad = BadAccount(ctx, account)) return *bad;
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
   locks::CreditStore credits(*db);
   auto got = credits.Account(account);
-  if (auto* f = std::get_if<locks::DbFailure>(&got)) return ctx.FailDatabase(*f, "credits show");
+  if (auto* f = std::get_if<locks::DbFailure>(&got)) return ctx.FailDatabase(*f, doing);
   const auto& view = std::get<std::optional<locks::CreditAccountView>>(got);
   if (!view) return ctx.Fail("there is no account \"" + account + "\"");
+  return then(ctx, credits, account, *view);
+}
+
+int ShowAccount(CommandContext& ctx, locks::CreditStore& credits, const std::string& account,
+                const locks::CreditAccountView& view) {
   auto holds = credits.Holds(account, false);
   if (auto* f = std::get_if<locks::DbFailure>(&holds)) return ctx.FailDatabase(*f, "credits show");
   const auto& live = std::get<std::vector<locks::CreditHoldView>>(holds);
@@ -109,22 +121,22 @@ int Show(CommandContext& ctx) {
   if (ctx.json()) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& h : live) list.push_back(HoldJson(h));
-    ctx.PrintJson({{"account_id", view->id},
-                   {"balance", view->balance},
-                   {"held", view->held},
-                   {"available", view->available},
-                   {"created_at", view->created_at},
-                   {"updated_at", view->updated_at},
+    ctx.PrintJson({{"account_id", view.id},
+                   {"balance", view.balance},
+                   {"held", view.held},
+                   {"available", view.available},
+                   {"created_at", view.created_at},
+                   {"updated_at", view.updated_at},
                    {"live_holds", list}});
     return kExitOk;
   }
-  ctx.out() << "account " << view->id << "\n";
-  PrintFields(ctx.out(), {{"balance", std::to_string(view->balance)},
-                          {"held", std::to_string(view->held) + " by " +
+  ctx.out() << "account " << view.id << "\n";
+  PrintFields(ctx.out(), {{"balance", std::to_string(view.balance)},
+                          {"held", std::to_string(view.held) + " by " +
                                        std::to_string(live.size()) + " live hold(s)"},
-                          {"available", std::to_string(view->available)},
-                          {"created", view->created_at},
-                          {"updated", view->updated_at}});
+                          {"available", std::to_string(view.available)},
+                          {"created", view.created_at},
+                          {"updated", view.updated_at}});
   if (!live.empty()) {
     ctx.out() << "\n";
     PrintHolds(ctx, live);
@@ -132,12 +144,11 @@ int Show(CommandContext& ctx) {
   return kExitOk;
 }
 
+int Show(CommandContext& ctx) { return WithAccount(ctx, "credits show", ShowAccount); }
+
 int TopUp(CommandContext& ctx) {
   const std::string account = ctx.arg(0);
-  if (!locks::IsValidAccountId(account)) {
-    return ctx.BadUsage("\"" + account +
-                        "\" is not an account id (1 to 64 of A-Z a-z 0-9 _ . : -)");
-  }
+  if (auto bad = BadAccount(ctx, account)) return *bad;
   const auto amount = ParseBoundedInteger(ctx.arg(1), 1, locks::kMaxCreditAmount);
   if (!amount) {
     return ctx.BadUsage("AMOUNT must be a whole number of credits from 1 to " +
@@ -201,21 +212,8 @@ int TopUp(CommandContext& ctx) {
   return kExitOk;
 }
 
-int Holds(CommandContext& ctx) {
-  const std::string account = ctx.arg(0);
-  if (!locks::IsValidAccountId(account)) {
-    return ctx.BadUsage("\"" + account +
-                        "\" is not an account id (1 to 64 of A-Z a-z 0-9 _ . : -)");
-  }
-  locks::Database* db = ctx.Database();
-  if (!db) return kExitFailed;
-  locks::CreditStore credits(*db);
-  auto exists = credits.Account(account);
-  if (auto* f = std::get_if<locks::DbFailure>(&exists))
-    return ctx.FailDatabase(*f, "credits holds");
-  if (!std::get<std::optional<locks::CreditAccountView>>(exists)) {
-    return ctx.Fail("there is no account \"" + account + "\"");
-  }
+int ListHolds(CommandContext& ctx, locks::CreditStore& credits, const std::string& account,
+              const locks::CreditAccountView&) {
   auto holds = credits.Holds(account, ctx.args().Has("all"));
   if (auto* f = std::get_if<locks::DbFailure>(&holds)) return ctx.FailDatabase(*f, "credits holds");
   const auto& list = std::get<std::vector<locks::CreditHoldView>>(holds);
@@ -232,6 +230,8 @@ int Holds(CommandContext& ctx) {
   PrintHolds(ctx, list);
   return kExitOk;
 }
+
+int Holds(CommandContext& ctx) { return WithAccount(ctx, "credits holds", ListHolds); }
 
 int Sweep(CommandContext& ctx) {
   locks::Database* db = ctx.Database();

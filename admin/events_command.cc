@@ -4,6 +4,7 @@
 #include "admin/duration.h"
 #include "admin/environment.h"
 #include "admin/table.h"
+#include "locks/operator_queries.h"
 
 namespace paintlock::admin {
 
@@ -55,15 +56,7 @@ int Events(CommandContext& ctx) {
   }
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
-  auto listed = db->Run("admin_events", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    nlohmann::json events = nlohmann::json::array();
-    for (const auto& row : n.exec_prepared("admin_events", session, since_instant, since_seconds,
-                                           static_cast<long long>(limit))) {
-      events.push_back(RowJson(row));
-    }
-    return events;
-  });
+  auto listed = locks::OperatorQueries(*db).Events(session, since_instant, since_seconds, limit);
   if (auto* f = std::get_if<locks::DbFailure>(&listed)) return ctx.FailDatabase(*f, "events");
   const nlohmann::json& events = std::get<nlohmann::json>(listed);
   if (ctx.json()) {

@@ -6,6 +6,7 @@
 #include "admin/commands.h"
 #include "admin/duration.h"
 #include "admin/table.h"
+#include "locks/operator_queries.h"
 
 namespace paintlock::admin {
 
@@ -92,27 +93,16 @@ int Holds(CommandContext& ctx) {
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
 
-  struct Listing {
-    bool painting_known = true;
-    nlohmann::json holds = nlohmann::json::array();
-  };
-  auto listing = db->Run("admin_holds", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    Listing l;
-    if (painting) l.painting_known = !n.exec_prepared("admin_painting", *painting).empty();
-    const long long recent = std::chrono::seconds(kRecentlyLapsed).count();
-    for (const auto& row : n.exec_prepared("admin_holds", painting, state, older_than, recent)) {
-      nlohmann::json hold = RowJson(row, {"paintings"});
-      hold["reservation_id"] = hold["id"];
-      hold.erase("id");
-      hold["next_step"] = FindCondition(hold["condition"].get<std::string>())->next_step;
-      l.holds.push_back(hold);
-    }
-    return l;
-  });
+  const long long recent = std::chrono::seconds(kRecentlyLapsed).count();
+  auto listing = locks::OperatorQueries(*db).Holds(painting, state, older_than, recent);
   if (auto* f = std::get_if<locks::DbFailure>(&listing)) return ctx.FailDatabase(*f, "holds");
-  const Listing& l = std::get<Listing>(listing);
+  locks::HoldsListing& l = std::get<locks::HoldsListing>(listing);
   if (!l.painting_known) return ctx.Fail("no painting \"" + *painting + "\" in the catalogue");
+  for (auto& hold : l.holds) {
+    hold["reservation_id"] = hold["id"];
+    hold.erase("id");
+    hold["next_step"] = FindCondition(hold["condition"].get<std::string>())->next_step;
+  }
 
   int stuck = 0;
   for (const auto& h : l.holds) stuck += h["stuck"].get<bool>() ? 1 : 0;

@@ -47,12 +47,7 @@ int Licenses(CommandContext& ctx) {
   }
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
-  auto rows = db->Run("license_list", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& row : n.exec_prepared("license_list")) list.push_back(RowJson(row));
-    return list;
-  });
+  auto rows = locks::LicenseStore(*db).List();
   if (auto* f = std::get_if<locks::DbFailure>(&rows)) return ctx.FailDatabase(*f, "licenses");
 
   nlohmann::json licenses = nlohmann::json::array();

@@ -10,6 +10,7 @@
 #include "admin/commands.h"
 #include "admin/environment.h"
 #include "admin/table.h"
+#include "locks/operator_queries.h"
 
 namespace paintlock::admin {
 
@@ -55,14 +56,8 @@ int Reconcile(CommandContext& ctx) {
   }
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
-  auto listed = db->Run("admin_reconcile_candidates", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& row : n.exec_prepared("admin_reconcile_candidates")) {
-      out.push_back(RowJson(row, {"paintings"}));
-    }
-    return out;
-  });
+  locks::OperatorQueries queries(*db);
+  auto listed = queries.ReconcileCandidates();
   if (auto* f = std::get_if<locks::DbFailure>(&listed)) return ctx.FailDatabase(*f, "reconcile");
   const nlohmann::json candidates = std::get<nlohmann::json>(listed);
 
@@ -125,12 +120,10 @@ int Reconcile(CommandContext& ctx) {
       } else {
         result["outcome"] = std::get<webhooks::FulfilmentResult>(applied).outcome;
       }
-      auto after = db->Run("admin_reservation_state", [&](pqxx::connection& conn) {
-        pqxx::nontransaction n(conn);
-        pqxx::result r = n.exec_prepared("admin_reservation_state", reservation);
-        return r.empty() ? std::string("deleted") : r[0]["state"].as<std::string>();
-      });
-      if (auto* state = std::get_if<std::string>(&after)) result["state_after"] = *state;
+      auto after = queries.ReservationState(reservation);
+      if (auto* state = std::get_if<std::optional<std::string>>(&after)) {
+        result["state_after"] = state->value_or("deleted");
+      }
       const bool did = (result["outcome"].is_string() && !ChangedNothing(result["outcome"])) ||
                        result["state_after"] != result["state_before"];
       result["changed"] = did;

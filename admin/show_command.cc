@@ -6,6 +6,7 @@
 #include "admin/commands.h"
 #include "admin/duration.h"
 #include "admin/table.h"
+#include "locks/operator_queries.h"
 #include "locks/reservations.h"
 
 namespace paintlock::admin {
@@ -26,14 +27,6 @@ Examples:
   paintlockctl show cs_test_a1b2c3 --json
 )";
 
-struct Story {
-  bool found = false;
-  nlohmann::json painting;  // null unless a painting was asked for
-  nlohmann::json reservations = nlohmann::json::array();
-  nlohmann::json events = nlohmann::json::array();
-  nlohmann::json audit = nlohmann::json::array();
-};
-
 std::string Join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
@@ -51,7 +44,7 @@ std::vector<std::string> PaintingsOf(const nlohmann::json& reservation) {
 
 // Each reservation's life (created, sold, released), each event and each
 // audit entry as one line, in time order; ties keep that order.
-nlohmann::json Timeline(const Story& s) {
+nlohmann::json Timeline(const locks::StoryRows& s) {
   nlohmann::json lines = nlohmann::json::array();
   auto add = [&](const nlohmann::json& at, const std::string& source, const std::string& what,
                  const std::string& detail, const nlohmann::json& reservation,
@@ -144,44 +137,14 @@ int Show(CommandContext& ctx) {
                                                       : "painting";
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
-  auto story_or = db->Run("admin_show", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    Story s;
-    std::optional<std::string> painting, reservation, session;
-    if (kind == "painting") painting = key;
-    if (kind == "reservation") reservation = key;
-    if (kind == "session") session = key;
-    if (painting) {
-      pqxx::result p = n.exec_prepared("admin_painting", *painting);
-      if (p.empty()) return s;
-      s.painting = RowJson(p[0]);
-    }
-    std::vector<std::string> ids, sessions;
-    if (session) sessions.push_back(*session);
-    for (const auto& row : n.exec_prepared("admin_reservations", painting, reservation, session)) {
-      nlohmann::json r = RowJson(row, {"items"});
-      ids.push_back(r["id"].get<std::string>());
-      if (!r["stripe_session_id"].is_null() && r["stripe_session_id"] != key) {
-        sessions.push_back(r["stripe_session_id"].get<std::string>());
-      }
-      s.reservations.push_back(r);
-    }
-    const std::string id_array = locks::TextArrayLiteral(ids);
-    const std::string session_array = locks::TextArrayLiteral(sessions);
-    for (const auto& row : n.exec_prepared("admin_story_events", session_array, id_array)) {
-      s.events.push_back(RowJson(row));
-    }
-    for (const auto& row :
-         n.exec_prepared("admin_story_audit", painting, id_array, session_array)) {
-      s.audit.push_back(RowJson(row, {"details"}));
-    }
-    s.found =
-        !s.painting.is_null() || !s.reservations.empty() || !s.events.empty() || !s.audit.empty();
-    return s;
-  });
+  std::optional<std::string> painting, reservation, session;
+  if (kind == "painting") painting = key;
+  if (kind == "reservation") reservation = key;
+  if (kind == "session") session = key;
+  auto story_or = locks::OperatorQueries(*db).Story(painting, reservation, session);
   if (auto* f = std::get_if<locks::DbFailure>(&story_or)) return ctx.FailDatabase(*f, "show");
-  const Story& s = std::get<Story>(story_or);
-  if (!s.found) {
+  const locks::StoryRows& s = std::get<locks::StoryRows>(story_or);
+  if (s.painting.is_null() && s.reservations.empty() && s.events.empty() && s.audit.empty()) {
     return ctx.Fail("no " + kind + " \"" + key +
                     "\" (a painting id, a reservation UUID or a cs_… session id)");
   }

@@ -2,7 +2,7 @@
 // cleared by hand (sql/migrations/0003: paintlock_admin_mark_sold and
 // paintlock_admin_mark_unsold decide under the painting's lock row).
 #include "admin/commands.h"
-#include "locks/availability_publisher.h"
+#include "locks/operator_queries.h"
 
 namespace paintlock::admin {
 
@@ -52,37 +52,27 @@ int Report(CommandContext& ctx, const nlohmann::json& report, int code,
   return code;
 }
 
-int Sold(CommandContext& ctx) {
-  int code = kExitOk;
-  const auto reason = Reason(ctx, &code);
-  if (!reason) return code;
-  const std::string& painting = ctx.arg(0);
-  locks::Database* db = ctx.Database();
-  if (!db) return kExitFailed;
-  auto marked = db->Run("admin_mark_sold", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    return RowJson(n.exec_prepared1("admin_mark_sold", painting, *reason, "paintlockctl"));
-  });
-  if (auto* f = std::get_if<locks::DbFailure>(&marked))
-    return ctx.FailDatabase(*f, "sold " + painting);
-  db->availability().PaintingsChanged({painting});
-  nlohmann::json row = std::get<nlohmann::json>(marked);
-  const std::string outcome = row["outcome"];
-  nlohmann::json report = {{"painting", painting}, {"outcome", outcome}};
-  if (outcome == "sold") return Report(ctx, report, kExitOk, painting + " marked sold");
-  if (outcome == "already_sold") {
+nlohmann::json OrNull(const std::optional<std::string>& text) {
+  return text ? nlohmann::json(*text) : nlohmann::json();
+}
+
+int ReportSold(CommandContext& ctx, const std::string& painting,
+               const locks::SoldFlagChange& change) {
+  nlohmann::json report = {{"painting", painting}, {"outcome", change.outcome}};
+  if (change.outcome == "sold") return Report(ctx, report, kExitOk, painting + " marked sold");
+  if (change.outcome == "already_sold") {
     return Report(ctx, report, kExitOk, painting + " was already sold; nothing changed");
   }
-  if (outcome == "held") {
-    report["holder"] = row["holder"];
-    report["holder_state"] = row["holder_state"];
-    report["until"] = row["until"];
-    const std::string holder = Cell(row["holder"]);
-    const std::string when = row["until"].is_null() ? "its Stripe session may still be paid"
-                                                    : "until " + Cell(row["until"]);
+  if (change.outcome == "held") {
+    report["holder"] = OrNull(change.holder);
+    report["holder_state"] = OrNull(change.holder_state);
+    report["until"] = OrNull(change.until);
+    const std::string holder = change.holder.value_or("");
+    const std::string when =
+        change.until ? "until " + *change.until : "its Stripe session may still be paid";
     return Report(ctx, report, kExitFailed,
                   "refused: " + painting + " is held by reservation " + holder + " (" +
-                      Cell(row["holder_state"]) + ", " + when +
+                      change.holder_state.value_or("") + ", " + when +
                       "); release it first: "
                       "paintlockctl release " +
                       holder + " --reason …");
@@ -90,34 +80,39 @@ int Sold(CommandContext& ctx) {
   return Report(ctx, report, kExitFailed, "no painting \"" + painting + "\" in the catalogue");
 }
 
-int Unsold(CommandContext& ctx) {
+int ReportUnsold(CommandContext& ctx, const std::string& painting,
+                 const locks::SoldFlagChange& change) {
+  nlohmann::json report = {
+      {"painting", painting}, {"outcome", change.outcome}, {"sale", OrNull(change.sale)}};
+  if (change.outcome == "unsold") {
+    return Report(
+        ctx, report, kExitOk,
+        painting + " is for sale again" +
+            (change.sale ? "; sale " + *change.sale + " recorded as refunded outside paintlock"
+                         : ""));
+  }
+  if (change.outcome == "not_sold")
+    return Report(ctx, report, kExitOk, painting + " was not sold; nothing changed");
+  return Report(ctx, report, kExitFailed, "no painting \"" + painting + "\" in the catalogue");
+}
+
+// paintlockctl sold (`sold` true) and unsold: changes the flag, then reports what that did.
+int Mark(CommandContext& ctx, bool sold) {
   int code = kExitOk;
   const auto reason = Reason(ctx, &code);
   if (!reason) return code;
   const std::string& painting = ctx.arg(0);
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
-  auto marked = db->Run("admin_mark_unsold", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    return RowJson(n.exec_prepared1("admin_mark_unsold", painting, *reason, "paintlockctl"));
-  });
+  auto marked = locks::OperatorQueries(*db).SetSoldFlag(painting, sold, *reason, "paintlockctl");
   if (auto* f = std::get_if<locks::DbFailure>(&marked))
-    return ctx.FailDatabase(*f, "unsold " + painting);
-  db->availability().PaintingsChanged({painting});
-  nlohmann::json row = std::get<nlohmann::json>(marked);
-  const std::string outcome = row["outcome"];
-  nlohmann::json report = {{"painting", painting}, {"outcome", outcome}, {"sale", row["sale"]}};
-  if (outcome == "unsold") {
-    return Report(ctx, report, kExitOk,
-                  painting + " is for sale again" +
-                      (row["sale"].is_null() ? ""
-                                             : "; sale " + Cell(row["sale"]) +
-                                                   " recorded as refunded outside paintlock"));
-  }
-  if (outcome == "not_sold")
-    return Report(ctx, report, kExitOk, painting + " was not sold; nothing changed");
-  return Report(ctx, report, kExitFailed, "no painting \"" + painting + "\" in the catalogue");
+    return ctx.FailDatabase(*f, (sold ? "sold " : "unsold ") + painting);
+  const auto& change = std::get<locks::SoldFlagChange>(marked);
+  return sold ? ReportSold(ctx, painting, change) : ReportUnsold(ctx, painting, change);
 }
+
+int Sold(CommandContext& ctx) { return Mark(ctx, true); }
+int Unsold(CommandContext& ctx) { return Mark(ctx, false); }
 
 }  // namespace
 

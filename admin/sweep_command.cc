@@ -4,6 +4,7 @@
 #include "admin/commands.h"
 #include "admin/duration.h"
 #include "admin/table.h"
+#include "locks/operator_queries.h"
 
 namespace paintlock::admin {
 
@@ -54,51 +55,25 @@ int Sweep(CommandContext& ctx) {
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
 
-  struct Counts {
-    long long reservations = 0, released = 0, refunded = 0, lapsed = 0, items = 0, holders = 0,
-              kept = 0;
-  };
   const long long seconds = age.count();
-  auto preview = [&]() {
-    return db->Run("admin_sweep_preview", [&](pqxx::connection& conn) {
-      pqxx::nontransaction n(conn);
-      pqxx::row r = n.exec_prepared1("admin_sweep_preview", seconds);
-      return Counts{r["reservations"].as<long long>(),
-                    r["released"].as<long long>(),
-                    r["refunded"].as<long long>(),
-                    r["lapsed"].as<long long>(),
-                    r["items"].as<long long>(),
-                    r["holders"].as<long long>(),
-                    r["kept_stripe_unknown"].as<long long>()};
-    });
-  };
-  Counts c;
+  locks::OperatorQueries queries(*db);
+  locks::SweepCounts c;
   if (dry_run) {
-    auto counted = preview();
+    auto counted = queries.SweepPreview(seconds);
     if (auto* f = std::get_if<locks::DbFailure>(&counted)) return ctx.FailDatabase(*f, "sweep");
-    c = std::get<Counts>(counted);
+    c = std::get<locks::SweepCounts>(counted);
   } else {
     // Each batch is its own short transaction (and its own retry): a big
     // sweep never holds many rows locked at once, and an interrupted one
     // keeps what it did.
     for (;;) {
-      auto batch = db->Run("admin_sweep", [&](pqxx::connection& conn) {
-        pqxx::nontransaction n(conn);
-        pqxx::row r = n.exec_prepared1("admin_sweep", seconds, kBatch);
-        return Counts{r["reservations_deleted"].as<long long>(),
-                      r["released_deleted"].as<long long>(),
-                      r["refunded_deleted"].as<long long>(),
-                      r["lapsed_deleted"].as<long long>(),
-                      r["items_deleted"].as<long long>(),
-                      r["holders_cleared"].as<long long>(),
-                      0};
-      });
+      auto batch = queries.SweepBatch(seconds, kBatch);
       if (auto* f = std::get_if<locks::DbFailure>(&batch)) {
         ctx.err() << "paintlockctl: sweep stopped after deleting " << c.reservations
                   << " reservation(s)\n";
         return ctx.FailDatabase(*f, "sweep");
       }
-      const Counts& b = std::get<Counts>(batch);
+      const locks::SweepCounts& b = std::get<locks::SweepCounts>(batch);
       c.reservations += b.reservations;
       c.released += b.released;
       c.refunded += b.refunded;
@@ -107,9 +82,9 @@ int Sweep(CommandContext& ctx) {
       c.holders += b.holders;
       if (b.reservations == 0) break;
     }
-    auto after = preview();
+    auto after = queries.SweepPreview(seconds);
     if (auto* f = std::get_if<locks::DbFailure>(&after)) return ctx.FailDatabase(*f, "sweep");
-    c.kept = std::get<Counts>(after).kept;
+    c.kept_stripe_unknown = std::get<locks::SweepCounts>(after).kept_stripe_unknown;
   }
   if (ctx.json()) {
     ctx.PrintJson({{"dry_run", dry_run},
@@ -120,7 +95,7 @@ int Sweep(CommandContext& ctx) {
                    {"lapsed_deleted", c.lapsed},
                    {"items_deleted", c.items},
                    {"holders_cleared", c.holders},
-                   {"kept_stripe_unknown", c.kept}});
+                   {"kept_stripe_unknown", c.kept_stripe_unknown}});
     return kExitOk;
   }
   ctx.out() << (dry_run ? "dry run: would delete" : "deleted")
@@ -131,8 +106,8 @@ int Sweep(CommandContext& ctx) {
                                     std::to_string(c.lapsed) + " lapsed)"},
                {"items", std::to_string(c.items)},
                {"lock holders cleared", std::to_string(c.holders)}});
-  if (c.kept > 0) {
-    ctx.out() << c.kept
+  if (c.kept_stripe_unknown > 0) {
+    ctx.out() << c.kept_stripe_unknown
               << " older reservation(s) kept: the database does not know how their Stripe "
               << "session ended; run `paintlockctl reconcile`, then sweep again\n";
   }

@@ -62,7 +62,8 @@ write_scripts() {  # DIR
   {
     echo "\\set k random(1, :paintings)"
     bench_statement sql/queries/reserve.sql -e "s/\$1::text\[\]/ARRAY['bench-' || :k]::text[]/" \
-      -e 's/\$2::integer/:hold/' -e 's/\$3::text/NULL::text/' -e 's/\$4::uuid/gen_random_uuid()/'
+      -e 's/\$2::integer/:hold/' -e 's/\$3::text/NULL::text/' -e 's/\$4::uuid/gen_random_uuid()/' \
+      -e 's/\$5::text/NULL::text/'
     echo ";"
   } >"$1/reserve.sql"
   {

@@ -35,7 +35,8 @@ StripeFailed FailureOf(const stripe::StripeError& e) {
 
 }  // namespace
 
-CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart) {
+CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
+                                const std::optional<std::string>& line_token) {
   auto entries_or = catalogue_.ForCart(cart);
   if (auto* f = std::get_if<locks::DbFailure>(&entries_or)) return *f;
   const auto& entries = std::get<std::vector<locks::CatalogueEntry>>(entries_or);
@@ -50,7 +51,7 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart) {
   for (const auto& e : entries) currencies.insert(e.currency);
   if (currencies.size() > 1) return MixedCurrency{{currencies.begin(), currencies.end()}};
 
-  ReserveResult reserved = Reserve(cart, std::nullopt);
+  ReserveResult reserved = Reserve(cart, std::nullopt, line_token);
   if (!std::holds_alternative<locks::Granted>(reserved)) {
     return Narrow<CheckoutOutcome>(reserved);
   }
@@ -138,9 +139,10 @@ CheckoutOutcome Checkout::AfterFailedAttach(const locks::Granted& granted,
 }
 
 Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,
-                                          const std::optional<std::string>& buyer_ref) {
+                                          const std::optional<std::string>& buyer_ref,
+                                          const std::optional<std::string>& line_token) {
   for (int attempt = 1;; ++attempt) {
-    locks::ReserveOutcome outcome = reservations_.Reserve(cart, buyer_ref);
+    locks::ReserveOutcome outcome = reservations_.Reserve(cart, buyer_ref, line_token);
     if (auto* takeover = std::get_if<locks::TakeOverNeeded>(&outcome)) {
       if (attempt == kReserveAttempts) {
         return locks::DbFailure{locks::DbFailureKind::kContended, "take-over raced"};

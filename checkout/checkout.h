@@ -69,7 +69,10 @@ class Checkout {
         settings_(std::move(settings)) {}
 
   // `cart` is non-empty, without duplicates, at most 100 valid ids.
-  CheckoutOutcome Start(const std::vector<std::string>& cart);
+  // `line_token`: the buyer's place in a painting's waiting line, if any
+  // (locks::ReservationStore::Reserve).
+  CheckoutOutcome Start(const std::vector<std::string>& cart,
+                        const std::optional<std::string>& line_token = std::nullopt);
 
   // Step 2 alone, for the server-to-server reservations API: reserve every
   // painting or none, taking over lapsed holds as above. Never a
@@ -78,7 +81,8 @@ class Checkout {
   using ReserveResult = std::variant<locks::Granted, locks::Busy, locks::Sold, locks::Unknown,
                                      StripeFailed, locks::DbFailure>;
   ReserveResult Reserve(const std::vector<std::string>& cart,
-                        const std::optional<std::string>& buyer_ref);
+                        const std::optional<std::string>& buyer_ref,
+                        const std::optional<std::string>& line_token = std::nullopt);
 
  private:
   // Expires a lapsed holder's session at Stripe and applies what Stripe says.

@@ -1,8 +1,6 @@
 #include "checkout/release.h"
 
-#include <nlohmann/json.hpp>
-
-#include "locks/availability_publisher.h"
+#include "locks/operator_queries.h"
 #include "locks/reservations.h"
 
 namespace paintlock::checkout {
@@ -15,41 +13,25 @@ std::string Join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string FenceArrayLiteral(const std::vector<std::int64_t>& fences) {
-  std::string out = "{";
-  for (size_t i = 0; i < fences.size(); ++i) out += (i ? "," : "") + std::to_string(fences[i]);
-  return out + "}";
-}
-
 // Step 3: the fenced release, and what its answer means.
 ReleaseOutcome ReleaseInDatabase(const ReleaseSubject& s, const std::string& reason, bool forced,
                                  const std::string& stripe_status, locks::Database& db,
                                  const std::string& actor) {
-  struct Answer {
-    std::string outcome, state;
-  };
   const std::optional<std::string> status =
       stripe_status.empty() ? std::nullopt : std::optional<std::string>(stripe_status);
-  auto answer = db.Run("admin_release", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1("admin_release", s.reservation_id, s.state,
-                                     FenceArrayLiteral(s.fences), reason, actor, forced, status);
-    return Answer{row["outcome"].as<std::string>(), row["state_now"].as<std::string>("")};
-  });
+  auto answer = locks::OperatorQueries(db).ReleaseFenced(s, reason, actor, forced, status);
   if (auto* f = std::get_if<locks::DbFailure>(&answer)) return *f;
-  const Answer& a = std::get<Answer>(answer);
-  if (a.outcome == "released") {
-    db.availability().ReservationChanged(s.reservation_id);
-    return Released{forced, stripe_status};
-  }
+  const auto& a = std::get<locks::FencedReleaseAnswer>(answer);
+  if (a.outcome == "released") return Released{forced, stripe_status};
   if (a.outcome == "not_found") return ChangedMeanwhile{"deleted"};
-  if (a.state == "released" || a.state == "refunded") {
-    return AlreadyOver{a.state, "it ended while we released it"};
+  if (a.state_now == "released" || a.state_now == "refunded") {
+    return AlreadyOver{a.state_now, "it ended while we released it"};
   }
-  if (a.state == "sold" || a.state == "awaiting_payment" || a.state == "refund_pending") {
-    return PaidRefused{a.state, ""};
+  if (a.state_now == "sold" || a.state_now == "awaiting_payment" ||
+      a.state_now == "refund_pending") {
+    return PaidRefused{a.state_now, ""};
   }
-  return ChangedMeanwhile{a.state};
+  return ChangedMeanwhile{a.state_now};
 }
 
 // What Stripe said of a session that would not expire (or of a delayed
@@ -85,13 +67,9 @@ ReleaseOutcome Settle(const ReleaseSubject& s, const stripe::CheckoutSession& se
   }
   if (outcome == "released") return AlreadyOver{"released", "the delayed payment failed"};
   // The buyer completed checkout: paid (sold) or paying by a delayed method.
-  auto state = db.Run("admin_reservation_state", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("admin_reservation_state", s.reservation_id);
-    return r.empty() ? std::string("deleted") : r[0]["state"].as<std::string>();
-  });
+  auto state = locks::OperatorQueries(db).ReservationState(s.reservation_id);
   if (auto* f = std::get_if<locks::DbFailure>(&state)) return *f;
-  return PaidRefused{std::get<std::string>(state), outcome};
+  return PaidRefused{std::get<std::optional<std::string>>(state).value_or("deleted"), outcome};
 }
 
 }  // namespace
@@ -151,26 +129,8 @@ std::string DescribePlan(const ReleasePlan& plan, const ReleaseSubject& s,
 
 locks::DbResult<std::optional<ReleaseSubject>> ReleaseService::Load(
     const std::string& reservation_id) {
-  using Result = std::optional<ReleaseSubject>;
-  if (!locks::LooksLikeUuid(reservation_id)) return Result{};
-  return db_.Run("admin_reservations", [&](pqxx::connection& c) -> Result {
-    pqxx::nontransaction n(c);
-    const std::optional<std::string> none;
-    pqxx::result r = n.exec_prepared("admin_reservations", none, reservation_id, none);
-    if (r.empty()) return std::nullopt;
-    const auto& row = r[0];
-    ReleaseSubject s;
-    s.reservation_id = row["id"].as<std::string>();
-    s.state = row["state"].as<std::string>();
-    s.released_reason = row["released_reason"].as<std::string>("");
-    s.session_id = row["stripe_session_id"].as<std::string>("");
-    s.stripe_status = row["stripe_status"].as<std::string>("");
-    for (const auto& item : nlohmann::json::parse(row["items"].as<std::string>("[]"))) {
-      s.paintings.push_back(item["painting"].get<std::string>());
-      s.fences.push_back(item["fence"].get<std::int64_t>());
-    }
-    return s;
-  });
+  if (!locks::LooksLikeUuid(reservation_id)) return std::optional<ReleaseSubject>{};
+  return locks::OperatorQueries(db_).Fenced(reservation_id);
 }
 
 locks::DbResult<bool> ReleaseService::Undo(const std::string& reservation_id,

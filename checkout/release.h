@@ -21,28 +21,19 @@
 // out talks to Stripe and the database. Thread-compatible.
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <variant>
-#include <vector>
 
 #include "locks/database.h"
+#include "locks/operator_queries.h"
 #include "stripe/client.h"
 #include "webhooks/fulfilment.h"
 
 namespace paintlock::checkout {
 
 // What the database says of a reservation before anything is done.
-struct ReleaseSubject {
-  std::string reservation_id;
-  std::string state;  // held | awaiting_payment | sold | released | refund_pending | refunded
-  std::string released_reason;
-  std::string session_id;              // empty: none
-  std::string stripe_status;           // what Stripe last told us; empty: nothing
-  std::vector<std::string> paintings;  // in id order
-  std::vector<std::int64_t> fences;    // the item fences, same order
-};
+using ReleaseSubject = locks::FencedReservation;
 
 // Plans, decided from the database alone.
 struct NothingToRelease {};    // released or refunded already

@@ -1,4 +1,4 @@
-// The form codec (stripe/form.h). Properties: decoding never fails on what we
+// The form codec (base/form.h). Properties: decoding never fails on what we
 // encode; encode∘decode is the identity on fields (any bytes, keys with
 // brackets); a body that decodes re-encodes to a body that decodes to the same
 // fields; PercentEncode emits only unreserved characters and %XX.

@@ -1,15 +1,15 @@
 #include "gateway/availability_stream.h"
 
-
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "gateway/edge/edge_server.h"
-#include "gateway/http_errors.h"
 #include "base/ids.h"
 #include "base/log.h"
+#include "gateway/edge/edge_server.h"
+#include "gateway/http_errors.h"
+#include "locks/lines.h"
 
 namespace paintlock::gateway {
 
@@ -23,8 +23,40 @@ std::string FormatAvailabilityEvent(const std::string& epoch, std::uint64_t seq,
                                     const Availability& a) {
   nlohmann::json data = {{"id", a.painting}, {"state", a.state}};
   if (!a.free_at.empty()) data["free_at"] = a.free_at;
+  if (a.line_length > 0) data["line_length"] = a.line_length;
   return "id: " + epoch + "-" + std::to_string(seq) + "\nevent: painting\ndata: " + data.dump() +
          "\n\n";
+}
+
+std::string FormatLineEvents(const Availability& a, LineFollow* follow) {
+  std::string out;
+  for (const std::string& digest : follow->digests) {
+    const auto told = follow->told.find(digest);
+    const bool waited_here =
+        told != follow->told.end() && told->second.painting == a.painting && told->second.waiting;
+    const auto place = std::find_if(a.line.begin(), a.line.end(), [&](const locks::LinePlace& p) {
+      return p.token_sha256 == digest;
+    });
+    nlohmann::json data;
+    const bool waiting = place != a.line.end();
+    if (waiting) {
+      data = {{"id", a.painting},
+              {"state", place->your_turn ? "your_turn" : "waiting"},
+              {"position", place - a.line.begin() + 1},
+              {"line_length", a.line_length},
+              {"window_from", place->window_from},
+              {"window_until", place->window_until}};
+    } else if (waited_here) {
+      data = {{"id", a.painting}, {"state", a.state == "sold" ? "closed" : "ended"}};
+    } else {
+      continue;
+    }
+    std::string text = data.dump();
+    if (told != follow->told.end() && told->second.data == text) continue;
+    out += "event: line\ndata: " + text + "\n\n";
+    follow->told[digest] = {a.painting, std::move(text), waiting};
+  }
+  return out;
 }
 
 // Holds one of max_streams places for as long as any copy of the stream's
@@ -47,7 +79,20 @@ struct Cursor {
   std::uint64_t after = 0;
   bool started = false;
   std::chrono::steady_clock::time_point last_write;
+  LineFollow line;
 };
+
+// The events `changes` owe the stream at `cursor`, which they advance.
+std::string FormatChanges(const std::string& epoch, const AvailabilityStream::Changes& changes,
+                          Cursor* cursor) {
+  std::string out;
+  for (const auto& [seq, a] : changes.items) {
+    out += FormatAvailabilityEvent(epoch, seq, a);
+    if (!cursor->line.digests.empty()) out += FormatLineEvents(a, &cursor->line);
+  }
+  cursor->after = changes.upto;
+  return out;
+}
 
 }  // namespace
 
@@ -64,11 +109,7 @@ class AvailabilityStream::Pushed : public edge::PushStream {
       *end = true;
       return "";
     }
-    std::string out;
-    for (const auto& [seq, a] : changes.items) {
-      out += FormatAvailabilityEvent(stream_.options_.epoch, seq, a);
-    }
-    cursor_->after = changes.upto;
+    std::string out = FormatChanges(stream_.options_.epoch, changes, cursor_.get());
     if (out.empty() && now - cursor_->last_write >= stream_.options_.heartbeat) {
       out = ": heartbeat\n\n";
     }
@@ -188,7 +229,31 @@ void AvailabilityStream::NotifyObserver() {
   if (observer) observer();
 }
 
+std::string AvailabilityStream::LineSnapshot(LineFollow* follow) const {
+  std::string out;
+  if (follow->digests.empty()) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [painting, entry] : board_) out += FormatLineEvents(entry.second, follow);
+  return out;
+}
+
 void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& res) {
+  LineFollow line;
+  const size_t tokens = req.get_param_value_count("line_token");
+  if (tokens > static_cast<size_t>(kMaxLineTokens)) {
+    return WriteError(res, InvalidRequest("A stream follows at most " +
+                                              std::to_string(kMaxLineTokens) + " line tokens.",
+                                          "line_token"));
+  }
+  for (size_t i = 0; i < tokens; ++i) {
+    const std::string token = req.get_param_value("line_token", i);
+    if (!locks::LooksLikeLineToken(token)) {
+      return WriteError(res, InvalidRequest("Each line_token must be one POST "
+                                            "/v1/paintings/{id}/line returned (plt_…).",
+                                            "line_token"));
+    }
+    line.digests.push_back(locks::LineTokenDigest(token));
+  }
   if (!TakeSlot()) {
     std::unique_lock<std::mutex> lock(mu_);
     const bool closing = closed_;
@@ -197,13 +262,16 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
       return WriteError(res, ShuttingDown());
     }
     base::LogWarn("stream_refused",
-            {{"open_streams", OpenStreams()}, {"max_streams", options_.max_streams}});
+                  {{"open_streams", OpenStreams()}, {"max_streams", options_.max_streams}});
     return WriteError(res, TooManyStreams());
   }
   auto slot = std::make_shared<Slot>(*this);
   auto cursor = std::make_shared<Cursor>();
   cursor->after = ResumePoint(req.get_header_value("Last-Event-ID"));
-  base::LogInfo("stream_opened", {{"open_streams", OpenStreams()}, {"resume_after", cursor->after}});
+  cursor->line = std::move(line);
+  base::LogInfo("stream_opened", {{"open_streams", OpenStreams()},
+                                  {"resume_after", cursor->after},
+                                  {"line_tokens", cursor->line.digests.size()}});
 
   res.set_header("X-Accel-Buffering", "no");  // proxies (nginx) must not buffer events
   if (edge::CanDetachResponse()) {
@@ -214,9 +282,8 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
         "text/event-stream", [this, pushed, cursor](size_t, httplib::DataSink& sink) {
           std::string out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
           Changes changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0));
-          for (const auto& [seq, a] : changes.items)
-            out += FormatAvailabilityEvent(options_.epoch, seq, a);
-          cursor->after = changes.upto;
+          out += FormatChanges(options_.epoch, changes, cursor.get());
+          out += LineSnapshot(&cursor->line);
           cursor->last_write = std::chrono::steady_clock::now();
           if (sink.write(out.data(), out.size()) && !changes.closed) edge::DetachResponse(pushed);
           return false;  // httplib stops here; the reactor continues (or the stream ends)
@@ -231,6 +298,7 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
         if (!cursor->started) {
           // Tell the client how soon to come back, and flush the headers.
           out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
+          out += LineSnapshot(&cursor->line);
           cursor->started = true;
         } else {
           // Return at least every second: httplib checks between calls whether
@@ -242,9 +310,7 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
         }
         Changes changes = WaitForChanges(cursor->after, wait);
         if (changes.closed) return false;
-        for (const auto& [seq, a] : changes.items)
-          out += FormatAvailabilityEvent(options_.epoch, seq, a);
-        cursor->after = changes.upto;
+        out += FormatChanges(options_.epoch, changes, cursor.get());
         const auto now = steady_clock::now();
         if (out.empty() && now - cursor->last_write >= options_.heartbeat) out = ": heartbeat\n\n";
         if (out.empty()) return true;

@@ -11,6 +11,10 @@
 //     one (another epoch) gets everything again;
 //   * a slow client never falls behind a queue: bursts of changes to one
 //     painting collapse into its latest state.
+// A member of a painting's waiting line opens the stream with its line
+// tokens (?line_token=plt_…, repeated, at most kMaxLineTokens) and is also
+// sent `line` events: its own position, and when its turn comes, the claim
+// window (see FormatLineEvents). Other streams see only each line's length.
 // The board is fed by AvailabilityListener (LISTEN/NOTIFY, one per process)
 // and never reads the database itself.
 //
@@ -30,8 +34,8 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -54,6 +58,29 @@ struct AvailabilityStreamOptions {
 //   id: <epoch>-<seq>\nevent: painting\ndata: {"id":"p7","state":"reserved","free_at":"…"}\n\n
 std::string FormatAvailabilityEvent(const std::string& epoch, std::uint64_t seq,
                                     const Availability& a);
+
+// What one stream follows in the waiting lines: the SHA-256 digests of the
+// line tokens it was opened with, and what it last told of each.
+struct LineFollow {
+  std::vector<std::string> digests;
+  struct Told {
+    std::string painting;
+    std::string data;
+    bool waiting = false;  // the event placed it in the line
+  };
+  std::map<std::string, Told> told;  // digest -> its last line event
+};
+constexpr int kMaxLineTokens = 8;
+
+// The `line` events `a` owes a stream following `follow`, and records them
+// in it; nothing it was told already:
+//   event: line\ndata: {"id":"p7","state":"waiting","position":3,"line_length":5,
+//                       "window_from":"…","window_until":"…"}\n\n
+// While the token's entry waits, state is "waiting" or "your_turn" (its
+// claim window runs: buy before window_until). When the entry stops waiting
+// the stream says "closed" if the painting sold, else "ended" (claimed,
+// passed, left or cleared: GET /v1/paintings/{id}/line says which), once.
+std::string FormatLineEvents(const Availability& a, LineFollow* follow);
 
 class AvailabilityStream {
  public:
@@ -79,8 +106,13 @@ class AvailabilityStream {
   // this board (same epoch, N not ahead of the board), else 0 (everything).
   std::uint64_t ResumePoint(const std::string& last_event_id) const;
 
-  // Serves GET /v1/paintings/stream: 503 beyond max_streams, else a
-  // text/event-stream that lasts until the client goes or Close().
+  // The line events owed to `follow` from every painting on the board (a
+  // stream's first chunk: a member's place, whatever its resume point).
+  std::string LineSnapshot(LineFollow* follow) const;
+
+  // Serves GET /v1/paintings/stream: 400 for a line_token that is not one,
+  // 503 beyond max_streams, else a text/event-stream that lasts until the
+  // client goes or Close().
   void Serve(const httplib::Request& req, httplib::Response& res);
 
   // `observer` is called (on the caller's thread, without locks held) after

@@ -123,3 +123,75 @@ TEST_CASE("storefront: streams beyond max_streams are refused with 503, and slot
   board.Serve(req, after_close);
   CHECK(after_close.status == 503);
 }
+
+TEST_CASE("storefront: a line member's stream is told its own place, its turn, and its end, once") {
+  const std::string me = std::string(64, 'b');
+  const std::string ahead = std::string(64, 'a');
+  LineFollow follow;
+  follow.digests = {me};
+  Availability held{"p7",
+                    "reserved",
+                    "2026-12-02T14:05:00Z",
+                    2,
+                    {{ahead, false, "2026-12-02T14:05:00Z", "2026-12-02T14:07:00Z"},
+                     {me, false, "2026-12-02T14:07:00Z", "2026-12-02T14:09:00Z"}}};
+  CHECK(FormatLineEvents(held, &follow) ==
+        "event: line\ndata: {\"id\":\"p7\",\"line_length\":2,\"position\":2,\"state\":\"waiting\","
+        "\"window_from\":\"2026-12-02T14:07:00Z\",\"window_until\":\"2026-12-02T14:09:00Z\"}\n\n");
+  // Told already: nothing again.
+  CHECK(FormatLineEvents(held, &follow).empty());
+
+  // The one ahead let its turn pass: this member's turn runs.
+  Availability turn{"p7",
+                    "reserved",
+                    "2026-12-02T14:09:00Z",
+                    1,
+                    {{me, true, "2026-12-02T14:07:00Z", "2026-12-02T14:09:00Z"}}};
+  const std::string told = FormatLineEvents(turn, &follow);
+  CHECK(told.find("\"state\":\"your_turn\"") != std::string::npos);
+  CHECK(told.find("\"position\":1") != std::string::npos);
+  CHECK(told.find(ahead) == std::string::npos);  // no other member's digest, ever
+
+  // It bought: the entry stopped waiting. "ended" once, then nothing.
+  Availability bought{"p7", "reserved", "2026-12-02T14:16:00Z", 0, {}};
+  CHECK(FormatLineEvents(bought, &follow) ==
+        "event: line\ndata: {\"id\":\"p7\",\"state\":\"ended\"}\n\n");
+  CHECK(FormatLineEvents(bought, &follow).empty());
+  Availability sold{"p7", "sold", "", 0, {}};
+  CHECK(FormatLineEvents(sold, &follow).empty());
+
+  // A member whose line closes by a sale is told "closed".
+  LineFollow other;
+  other.digests = {ahead};
+  CHECK(FormatLineEvents(held, &other).find("\"position\":1") != std::string::npos);
+  CHECK(FormatLineEvents(sold, &other) ==
+        "event: line\ndata: {\"id\":\"p7\",\"state\":\"closed\"}\n\n");
+
+  // A stream following no place, or a token in no line, hears nothing of lines.
+  LineFollow none;
+  CHECK(FormatLineEvents(held, &none).empty());
+  LineFollow stranger;
+  stranger.digests = {std::string(64, 'c')};
+  CHECK(FormatLineEvents(held, &stranger).empty());
+  CHECK(FormatLineEvents(sold, &stranger).empty());
+}
+
+TEST_CASE(
+    "storefront: a new stream of a line member starts with its place, whatever its resume point") {
+  AvailabilityStreamOptions options;
+  options.epoch = "e1";
+  AvailabilityStream board(options);
+  const std::string me = std::string(64, 'b');
+  board.Update({{"p1", "available", ""},
+                {"p7",
+                 "reserved",
+                 "2026-12-02T14:05:00Z",
+                 1,
+                 {{me, false, "2026-12-02T14:05:00Z", "2026-12-02T14:07:00Z"}}}});
+  LineFollow follow;
+  follow.digests = {me};
+  const std::string snapshot = board.LineSnapshot(&follow);
+  CHECK(snapshot.find("\"id\":\"p7\"") != std::string::npos);
+  CHECK(snapshot.find("\"position\":1") != std::string::npos);
+  CHECK(board.LineSnapshot(&follow).empty());  // told
+}

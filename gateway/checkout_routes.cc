@@ -47,7 +47,7 @@ void StartCheckout(const Api& api, const httplib::Request& req, httplib::Respons
   };
   if (!cart) return fail(InvalidRequest(error, param));
 
-  checkout::CheckoutOutcome outcome = s.checkout.Start(cart->paintings);
+  checkout::CheckoutOutcome outcome = s.checkout.Start(cart->paintings, cart->line_token);
   if (auto* started = std::get_if<checkout::CheckoutStarted>(&outcome)) {
     if (form) return res.set_redirect(started->checkout_url, 303);
     return WriteJson(res, 201,

@@ -149,6 +149,9 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Seconds("PAINTLOCK_HOLD_SECONDS", 1, 86400, &c.hold_ttl);
   r.Seconds("PAINTLOCK_SESSION_SECONDS", 1860, 86400, &c.session_ttl);
   r.Seconds("PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS", 60, 60L * 86400, &c.delayed_payment_hold);
+  r.Integer("PAINTLOCK_LINE_MAX", 1, 10000, "a whole number", &c.line_max);
+  r.Integer("PAINTLOCK_LINE_PER_VISITOR", 1, 100, "a whole number", &c.line_per_visitor);
+  r.Seconds("PAINTLOCK_LINE_CLAIM_SECONDS", 1, 3600, &c.line_claim);
   r.Integer("PAINTLOCK_HTTP_THREADS", 2, 1024, "a whole number", &c.http_threads);
   r.Integer("PAINTLOCK_DB_POOL", 1, 512, "a whole number", &c.database.pool_size);
   r.Millis("PAINTLOCK_DB_LOCK_TIMEOUT_MS", 10, 60000, &c.database.lock_timeout);
@@ -237,6 +240,9 @@ std::string ConfigHelp() {
   PAINTLOCK_HOLD_SECONDS            how long a reservation holds its paintings (default 420)
   PAINTLOCK_SESSION_SECONDS         Stripe session lifetime, 1860..86400 (default 2100)
   PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS  hold while a delayed payment settles (default 1209600)
+  PAINTLOCK_LINE_MAX                entries waiting in one painting's line, 1..10000 (default 100)
+  PAINTLOCK_LINE_PER_VISITOR        places one visitor may hold in one line, 1..100 (default 1)
+  PAINTLOCK_LINE_CLAIM_SECONDS      how long each turn in a line lasts, 1..3600 (default 120)
   PAINTLOCK_HTTP_THREADS            HTTP worker threads: requests being handled at once (default 64)
   PAINTLOCK_REQUEST_DEADLINE_SECONDS  a request must arrive whole (headers and body) this long
                                     after its first byte, else 408 and close, 1..300 (default 10)

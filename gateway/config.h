@@ -50,11 +50,15 @@ struct Config {
   std::chrono::seconds hold_ttl{420};
   std::chrono::seconds session_ttl{35 * 60};  // Stripe's minimum is 30 min: keep a margin
   std::chrono::seconds delayed_payment_hold{14 * 24 * 3600};
+  // Waiting lines (locks/lines.h): PAINTLOCK_LINE_MAX, _PER_VISITOR, _CLAIM_SECONDS.
+  int line_max = 100;
+  int line_per_visitor = 1;
+  std::chrono::seconds line_claim{120};
 
   int http_threads = 64;
   std::size_t max_body_bytes = 64 * 1024;
   std::string storefront_dir;  // served at /shop/ when set
-  // Visitors are HMAC(visitor_key, client IP) (gateway/visitor.h). Gateways
+  // Visitors are HMAC(visitor_key, client IP) (base/visitor.h). Gateways
   // that must agree on who a visitor is share the key. Empty: a random key
   // per process, with a warning at start-up.
   std::string visitor_key;

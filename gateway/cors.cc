@@ -18,7 +18,9 @@ bool IsAllowed(const std::vector<std::string>& allowed, const std::string& origi
 }
 
 const char* MethodsFor(const std::string& path) {
-  return path == "/v1/checkout" ? "POST, OPTIONS" : "GET, OPTIONS";
+  if (path == "/v1/checkout") return "POST, OPTIONS";
+  const bool line = path.size() > 5 && path.compare(path.size() - 5, 5, "/line") == 0;
+  return line ? "GET, POST, DELETE, OPTIONS" : "GET, OPTIONS";
 }
 
 }  // namespace
@@ -75,7 +77,8 @@ bool ApplyCors(const std::vector<std::string>& allowed_origins, const httplib::R
   }
   if (allowed) {
     res.set_header("Access-Control-Allow-Methods", MethodsFor(req.path));
-    res.set_header("Access-Control-Allow-Headers", "Content-Type, X-Request-Id, Last-Event-ID");
+    res.set_header("Access-Control-Allow-Headers",
+                   "Content-Type, X-Request-Id, Last-Event-ID, Paintlock-Line-Token");
     res.set_header("Access-Control-Max-Age", "600");
   }
   res.set_header("Allow", MethodsFor(req.path));

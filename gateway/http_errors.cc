@@ -10,6 +10,7 @@
 #include "locks/credits.h"
 #include "locks/leases.h"
 #include "locks/licenses.h"
+#include "locks/lines.h"
 #include "locks/quotas.h"
 #include "locks/rate_limits.h"
 #include "locks/reservations.h"
@@ -106,6 +107,11 @@ HttpError ErrorFor(const locks::Busy& busy) {
               "purchase it will be free again at " +
               ClockTime(busy.free_at) + " (" + busy.free_at + ").";
   e.extra = {{"painting", busy.painting}, {"free_at", busy.free_at}};
+  if (busy.line_position) {
+    e.message += " You are number " + std::to_string(*busy.line_position) +
+                 " in its line; your turn comes when the ones before you have had theirs.";
+    e.extra["line_position"] = *busy.line_position;
+  }
   e.retry_after_seconds = std::max(1, busy.retry_after_seconds);
   return e;
 }
@@ -197,6 +203,57 @@ HttpError TooManyStreams() {
 HttpError ShuttingDown() {
   return {503, "unavailable", "This gateway is shutting down; try again shortly.", json::object(),
           2};
+}
+
+// --- Waiting lines -------------------------------------------------------------
+
+HttpError ErrorFor(const locks::PaintingFree& free) {
+  return {409,
+          "painting_free",
+          "Painting \"" + free.painting +
+              "\" is free right now and nobody is waiting for it: buy it instead of queueing.",
+          {{"painting", free.painting}},
+          0};
+}
+
+HttpError ErrorFor(const locks::AlreadyInLine& already) {
+  return {409,
+          "already_in_line",
+          "You are already waiting in the line for painting \"" + already.painting +
+              "\" (at most " + std::to_string(already.per_visitor) +
+              " place(s) per visitor). Use the line token you were given.",
+          {{"painting", already.painting}, {"per_visitor", already.per_visitor}},
+          0};
+}
+
+HttpError ErrorFor(const locks::LineFull& full) {
+  return {409,
+          "line_full",
+          "The line for painting \"" + full.painting + "\" is full (" +
+              std::to_string(full.max_length) + " waiting). Try again later.",
+          {{"painting", full.painting}, {"max_length", full.max_length}},
+          0};
+}
+
+HttpError ErrorFor(const locks::LineTokenInvalid& invalid) {
+  if (invalid.state.empty()) {
+    return {404,
+            "line_token_invalid",
+            "No place in the line for painting \"" + invalid.painting +
+                "\" has this line token. Join the line to get one.",
+            {{"painting", invalid.painting}},
+            0};
+  }
+  const std::string why = invalid.state == "passed"   ? "its turn came and went unused"
+                          : invalid.state == "left"   ? "it left the line"
+                          : invalid.state == "closed" ? "the line was closed"
+                                                      : "its turn was used for a purchase";
+  return {409,
+          "line_token_invalid",
+          "This line token no longer waits in the line for painting \"" + invalid.painting +
+              "\": " + why + ".",
+          {{"painting", invalid.painting}, {"state", invalid.state}},
+          0};
 }
 
 // --- Database trouble ----------------------------------------------------------

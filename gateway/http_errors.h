@@ -38,6 +38,10 @@ struct BalanceLimitReached;
 struct LeaseHeld;
 struct LeaseLost;
 struct LeaseNotFound;
+struct PaintingFree;
+struct AlreadyInLine;
+struct LineFull;
+struct LineTokenInvalid;
 }  // namespace paintlock::locks
 namespace paintlock::checkout {
 struct MixedCurrency;
@@ -95,6 +99,12 @@ HttpError CheckoutRateLimited(int retry_after_seconds);
 HttpError NotReady();
 HttpError TooManyStreams();
 HttpError ShuttingDown();
+
+// --- Waiting lines -----------------------------------------------------------
+HttpError ErrorFor(const locks::PaintingFree& free);
+HttpError ErrorFor(const locks::AlreadyInLine& already);
+HttpError ErrorFor(const locks::LineFull& full);
+HttpError ErrorFor(const locks::LineTokenInvalid& invalid);
 
 // --- Database trouble --------------------------------------------------------
 HttpError ErrorFor(const locks::DbFailure& failure, Surface surface = Surface::kPaintings);

@@ -22,6 +22,18 @@
  * A painting this tab holds itself (it started the checkout, then came back
  * from Stripe) shows "Reserved for you until 14:05" and a "Resume payment"
  * button that returns to its Stripe page (data-paintlock-own is set).
+ * The waiting line: next to a painting someone else is buying, a "Join the
+ * line" button (POST /v1/paintings/{id}/line; the line token stays in this
+ * tab's sessionStorage). While in line the status says "You are number 3 in
+ * line"; when the tab's turn comes the button is enabled again and the
+ * status says "Your turn — buy within 1:59", counting down, and a click buys
+ * with the line token. The tab opens the stream with its line tokens
+ * (?line_token=…), and the stream tells it, and only it, its position and
+ * when its turn starts and ends ("line" events); everyone else sees only the
+ * line's length. When its place ends (bought, passed, left, cleared) the
+ * script asks the gateway once which it was (GET …/line). The button
+ * gets data-paintlock-line (waiting | your_turn | passed | closed) and fires
+ * "paintlock:line" (detail: {painting, state, position, window_until}).
  * Optional attributes on the button:
  *   data-paintlock-status="ID"   the element to write messages into (default:
  *                                a <span class="paintlock-status"> after it)
@@ -37,6 +49,7 @@
 
   var SELECTOR = '[data-paintlock-painting]';
   var STORAGE_KEY = 'paintlock:checkout';
+  var LINE_KEY = 'paintlock:line:';  // + painting id: {token}
 
   var base = gatewayBase();
   var known = new Map();         // painting id -> {state, free_at}
@@ -48,6 +61,9 @@
   var backoffMs = 1000;
   var ticker = null;
   var lastAsked = 0;
+  var lines = new Map();         // painting id -> this tab's place in its line
+  var streamTokens = '';        // the line tokens the open stream follows
+  var lineAsking = new Map();    // painting id -> the request in flight
 
   function gatewayBase() {
     var script = document.currentScript;
@@ -111,10 +127,8 @@
 
   function apply(p) {
     if (!p || !p.id || !p.state) return;
-    known.set(p.id, { state: p.state, free_at: p.free_at || null });
-    document.querySelectorAll(SELECTOR).forEach(function (el) {
-      if (paintingsOf(el).indexOf(p.id) >= 0) render(el);
-    });
+    known.set(p.id, { state: p.state, free_at: p.free_at || null, line_length: p.line_length || 0 });
+    renderPainting(p.id);
     subscribers.forEach(function (fn) {
       try { fn({ id: p.id, state: p.state, free_at: p.free_at || null }); } catch (e) { console.error(e); }
     });
@@ -162,7 +176,12 @@
     var mine = local.get(el) || {};
     var state = mine.busy ? 'pending' : s.state;
     var own = mine.busy ? null : ownHold(ids, s);
-    var key = state + '|' + (s.free_at || '') + '|' + (mine.note || '') + '|' + (own ? 'own' : '');
+    var place = ids.length === 1 ? lineOf(ids[0]) : null;
+    var turn = !mine.busy && place && place.state === 'your_turn';
+    var length = ids.length === 1 && known.get(ids[0]) ? known.get(ids[0]).line_length : 0;
+    var key = state + '|' + (s.free_at || '') + '|' + (mine.note || '') + '|' + (own ? 'own' : '') +
+              '|' + (place ? place.state + ':' + place.position + ':' + place.window_until : '') +
+              '|' + length;
     if (shown.get(el) === key) return;
     var changed = !shown.has(el) || shown.get(el).split('|')[0] !== state;
     shown.set(el, key);
@@ -170,10 +189,14 @@
     el.setAttribute('data-paintlock-state', state);
     if (own) el.setAttribute('data-paintlock-own', '');
     else el.removeAttribute('data-paintlock-own');
-    var off = !own && (state === 'pending' || state === 'reserved' || state === 'sold');
+    if (place) el.setAttribute('data-paintlock-line', place.state);
+    else el.removeAttribute('data-paintlock-line');
+    var off = !own && !turn && (state === 'pending' || state === 'reserved' || state === 'sold');
     if ('disabled' in el) el.disabled = off;
     el.setAttribute('aria-disabled', off ? 'true' : 'false');
-    var text = own ? el.getAttribute('data-paintlock-label-own') || 'Resume payment' : label(el, state);
+    var text = own ? el.getAttribute('data-paintlock-label-own') || 'Resume payment'
+             : turn ? el.getAttribute('data-paintlock-label-turn') || 'Buy now'
+             : label(el, state);
     if (text) el.textContent = text;
     else el.innerHTML = originals.get(el);
 
@@ -182,6 +205,24 @@
       status.textContent = '';
       if (mine.note) {
         status.textContent = mine.note;
+      } else if (turn) {
+        status.appendChild(document.createTextNode('Your turn — buy within '));
+        status.appendChild(countdownOf(place.window_until, true));
+      } else if (place && place.state === 'waiting') {
+        status.appendChild(document.createTextNode('You are number ' + place.position + ' in line'));
+        if (place.window_from) {
+          status.appendChild(document.createTextNode(' — your turn from about '));
+          var turnAt = document.createElement('time');
+          turnAt.dateTime = place.window_from;
+          turnAt.textContent = clock(place.window_from);
+          status.appendChild(turnAt);
+        }
+        status.appendChild(document.createTextNode(' '));
+        status.appendChild(lineButton('leave', ids[0], 'Leave the line'));
+      } else if (place && (place.state === 'passed' || place.state === 'closed')) {
+        status.textContent = place.state === 'passed'
+          ? 'Your turn in line passed unused.'
+          : 'The line is closed: the painting was sold.';
       } else if (state === 'reserved' && s.free_at) {
         status.appendChild(document.createTextNode(own ? 'Reserved for you until '
                                                        : 'Being bought right now — free again at '));
@@ -199,6 +240,11 @@
           status.appendChild(countdown);
           tick();
         }
+        if (ids.length === 1 && !own) {
+          if (length) status.appendChild(document.createTextNode(' · ' + length + ' waiting'));
+          status.appendChild(document.createTextNode(' '));
+          status.appendChild(lineButton('join', ids[0], 'Join the line'));
+        }
       }
       status.setAttribute('data-paintlock-state', state);
     }
@@ -207,6 +253,17 @@
         bubbles: true,
         detail: { paintings: ids, state: state, free_at: s.free_at, own: !!own },
       }));
+    }
+    var lineKey = place ? place.state + ':' + place.position : '';
+    if (el.getAttribute('data-paintlock-line-shown') !== lineKey) {
+      el.setAttribute('data-paintlock-line-shown', lineKey);
+      if (place) {
+        el.dispatchEvent(new CustomEvent('paintlock:line', {
+          bubbles: true,
+          detail: { painting: ids[0], state: place.state, position: place.position,
+                    window_until: place.window_until },
+        }));
+      }
     }
   }
 
@@ -219,6 +276,10 @@
       all.forEach(function (c) {
         var until = c.getAttribute('data-paintlock-until');
         var left = remaining(until);
+        if (c.hasAttribute('data-paintlock-bare')) {
+          c.textContent = left.text;
+          return;
+        }
         c.textContent = left.seconds > 0 ? ' (' + left.text + ')' : ' (any moment now)';
         // The stream says when the hold lapsed; if it is late (or down),
         // ask once.
@@ -228,6 +289,31 @@
         }
       });
     }, 1000);
+  }
+
+  function countdownOf(until, bare) {
+    var c = document.createElement('span');
+    c.className = 'paintlock-countdown';
+    c.setAttribute('data-paintlock-until', until);
+    if (bare) c.setAttribute('data-paintlock-bare', '');
+    c.textContent = bare ? remaining(until).text : ' (' + remaining(until).text + ')';
+    tick();
+    return c;
+  }
+
+  function lineButton(what, id, text) {
+    var b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'paintlock-' + what;
+    b.setAttribute('data-paintlock-line-' + what, id);
+    b.textContent = text;
+    return b;
+  }
+
+  function renderPainting(id) {
+    document.querySelectorAll(SELECTOR).forEach(function (el) {
+      if (paintingsOf(el).indexOf(id) >= 0) render(el);
+    });
   }
 
   function setLocal(el, value) {
@@ -252,13 +338,21 @@
 
   function connect() {
     if (source || typeof EventSource === 'undefined') return;
-    source = new EventSource(base + '/v1/paintings/stream');
+    streamTokens = lineTokens();
+    source = new EventSource(base + '/v1/paintings/stream' + streamTokens);
     source.addEventListener('painting', function (e) {
       try { apply(JSON.parse(e.data)); } catch (err) { console.error(err); }
+    });
+    source.addEventListener('line', function (e) {
+      try { applyLine(JSON.parse(e.data)); } catch (err) { console.error(err); }
     });
     source.addEventListener('open', function () {
       backoffMs = 1000;
       connection(true);
+      // What happened to a place while the stream was down: ask once.
+      lines.forEach(function (place, id) {
+        if (place.state === 'waiting' || place.state === 'your_turn') askLine(id);
+      });
     });
     source.addEventListener('error', function () {
       connection(false);
@@ -271,6 +365,139 @@
         backoffMs = Math.min(backoffMs * 2, 60000);
       }
     });
+  }
+
+  // ---- the waiting line --------------------------------------------------------
+
+  // The query that makes the stream follow this tab's places ('' for none).
+  function lineTokens() {
+    var tokens = [];
+    try {
+      for (var i = 0; i < sessionStorage.length; i++) {
+        var key = sessionStorage.key(i);
+        if (key.indexOf(LINE_KEY) === 0) lineOf(key.slice(LINE_KEY.length));
+      }
+    } catch (e) { /* private mode: only this page's places */ }
+    lines.forEach(function (place) {
+      if (place.token && (place.state === 'waiting' || place.state === 'your_turn')) tokens.push(place.token);
+    });
+    tokens.sort();
+    return tokens.length ? '?' + tokens.slice(0, 8).map(function (t) {
+      return 'line_token=' + encodeURIComponent(t);
+    }).join('&') : '';
+  }
+
+  // Reopens the stream when the places it should follow changed.
+  function restream() {
+    if (!source || lineTokens() === streamTokens) return;
+    source.close();
+    source = null;
+    connect();
+  }
+
+  // A "line" event: this tab's own place in a painting's line.
+  function applyLine(e) {
+    var place = lines.get(e.id);
+    if (!place) return;
+    if (e.state === 'waiting' || e.state === 'your_turn') {
+      lines.set(e.id, { token: place.token, state: e.state, position: e.position,
+                        window_from: e.window_from, window_until: e.window_until });
+      renderPainting(e.id);
+    } else if (e.state === 'closed') {
+      lines.set(e.id, { token: place.token, state: 'closed', position: null });
+      forgetLine(e.id);
+      renderPainting(e.id);
+      restream();
+    } else {
+      askLine(e.id);  // ended: bought, passed, left or cleared
+    }
+  }
+
+  // This tab's place in a painting's line, from memory or sessionStorage.
+  function lineOf(id) {
+    if (!lines.has(id)) {
+      var saved = null;
+      try { saved = JSON.parse(sessionStorage.getItem(LINE_KEY + id)); } catch (e) { saved = null; }
+      if (!saved || !saved.token) return null;
+      lines.set(id, { token: saved.token, state: 'waiting', position: saved.position || null });
+      askLine(id);
+    }
+    return lines.get(id);
+  }
+
+  function forgetLine(id) {
+    try { sessionStorage.removeItem(LINE_KEY + id); } catch (e) { /* private mode */ }
+  }
+
+  // Asks the gateway where this tab stands (after joining, at page load, and
+  // when the stream says the place ended or the stream reconnects).
+  function askLine(id) {
+    var place = lines.get(id);
+    if (!place || !place.token || lineAsking.has(id)) return;
+    var asking = fetch(base + '/v1/paintings/' + encodeURIComponent(id) + '/line', {
+      credentials: 'omit',
+      headers: { 'Paintlock-Line-Token': place.token },
+    }).then(function (r) {
+      if (r.status === 404) { lines.delete(id); forgetLine(id); restream(); return null; }
+      return r.ok ? r.json() : null;
+    }).then(function (body) {
+      if (!body) return;
+      var next = { token: place.token, state: body.state, position: body.position || null,
+                   window_from: body.window_from || null, window_until: body.window_until || null };
+      lines.set(id, next);
+      if (next.state !== 'waiting' && next.state !== 'your_turn') {
+        forgetLine(id);
+        restream();
+      }
+    }).catch(function () {}).then(function () {
+      lineAsking.delete(id);
+      renderPainting(id);
+    });
+    lineAsking.set(id, asking);
+  }
+
+  async function joinLine(id) {
+    var note = '';
+    try {
+      var res = await fetch(base + '/v1/paintings/' + encodeURIComponent(id) + '/line', {
+        method: 'POST', mode: 'cors', credentials: 'omit',
+      });
+      var body = {};
+      try { body = await res.json(); } catch (e) { body = {}; }
+      if (res.status === 201 && body.line_token) {
+        try {
+          sessionStorage.setItem(LINE_KEY + id, JSON.stringify({ token: body.line_token, position: body.position }));
+        } catch (e) { /* private mode: kept for this page only */ }
+        lines.set(id, { token: body.line_token, state: 'waiting', position: body.position,
+                        window_from: body.window_from || null, window_until: body.window_until || null });
+        restream();
+      } else if (res.status === 409 && body.code === 'painting_free') {
+        refresh([id]);
+      } else {
+        note = body.message || 'Joining the line failed (HTTP ' + res.status + ').';
+      }
+    } catch (e) {
+      note = 'The line cannot be reached right now; please try again.';
+    }
+    document.querySelectorAll(SELECTOR).forEach(function (el) {
+      if (paintingsOf(el).join(' ') === id) setLocal(el, { busy: false, note: note });
+    });
+    renderPainting(id);
+  }
+
+  async function leaveLine(id) {
+    var place = lines.get(id);
+    if (!place) return;
+    try {
+      await fetch(base + '/v1/paintings/' + encodeURIComponent(id) + '/line', {
+        method: 'DELETE', mode: 'cors', credentials: 'omit',
+        headers: { 'Paintlock-Line-Token': place.token },
+      });
+    } catch (e) { /* the place lapses by itself when its turn passes */ }
+    lines.delete(id);
+    forgetLine(id);
+    restream();
+    renderPainting(id);
   }
 
   function lastCheckout() {
@@ -292,6 +519,8 @@
       location.assign(own.checkout_url);
       return;
     }
+    var place = ids.length === 1 ? lineOf(ids[0]) : null;
+    var lineToken = place && (place.state === 'waiting' || place.state === 'your_turn') ? place.token : null;
     setLocal(el, { busy: true, note: '' });
     var note = '';
     try {
@@ -301,7 +530,7 @@
           mode: 'cors',
           credentials: 'omit',
           headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify({ paintings: ids }),
+          body: JSON.stringify(lineToken ? { paintings: ids, line_token: lineToken } : { paintings: ids }),
         });
         var body = {};
         try { body = await res.json(); } catch (e) { body = {}; }
@@ -309,6 +538,7 @@
           var record = { paintings: ids, reservation_id: body.reservation_id,
                          held_until: body.held_until, checkout_url: body.checkout_url };
           try { sessionStorage.setItem(STORAGE_KEY, JSON.stringify(record)); } catch (e) { /* private mode */ }
+          if (lineToken) { lines.delete(ids[0]); forgetLine(ids[0]); }
           var go = el.dispatchEvent(new CustomEvent('paintlock:checkout', {
             bubbles: true, cancelable: true, detail: record }));
           if (go) location.assign(body.checkout_url);
@@ -321,7 +551,9 @@
           continue;
         }
         if (res.status === 409 && body.code === 'painting_reserved' && body.painting) {
-          apply({ id: body.painting, state: 'reserved', free_at: body.free_at });
+          var k = known.get(body.painting);
+          apply({ id: body.painting, state: 'reserved', free_at: body.free_at,
+                  line_length: k ? k.line_length : 0 });
         } else if (res.status === 409 && body.code === 'painting_sold' && body.painting) {
           apply({ id: body.painting, state: 'sold' });
         } else {
@@ -347,6 +579,13 @@
   }
 
   document.addEventListener('click', function (e) {
+    var line = e.target.closest && e.target.closest('[data-paintlock-line-join], [data-paintlock-line-leave]');
+    if (line) {
+      e.preventDefault();
+      if (line.hasAttribute('data-paintlock-line-join')) joinLine(line.getAttribute('data-paintlock-line-join'));
+      else leaveLine(line.getAttribute('data-paintlock-line-leave'));
+      return;
+    }
     var el = e.target.closest && e.target.closest(SELECTOR);
     if (!el) return;
     e.preventDefault();  // a <form> fallback around the button is for no-JS visitors
@@ -396,6 +635,13 @@
     // What the last checkout started in this tab: {paintings, reservation_id,
     // held_until, checkout_url}, or null. For success and cancel pages.
     lastCheckout: lastCheckout,
+    // This tab's place in a painting's line: {state, position, window_from,
+    // window_until} (the token is not handed out), or null.
+    line: function (id) {
+      var p = lineOf(id);
+      return p ? { state: p.state, position: p.position, window_from: p.window_from,
+                   window_until: p.window_until } : null;
+    },
     formatTime: clock,
   };
 

@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
   services.rate_limiter = &rate_limiter;
   services.leases = &leases;
   services.checkout_limit = config.checkout_rate_limit ? &checkout_limit : nullptr;
+  locks::LineStore lines(*db, {config.line_max, config.line_per_visitor, config.line_claim});
+  services.lines = &lines;
   // Daily quotas and the licences that lift them (locks/QUOTAS.md).
   locks::QuotaStore quotas(*db, config.quotas);
   auto unknown_zones = quotas.UnknownTimeZones();

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/form.h"
+#include "locks/lines.h"
 
 namespace paintlock::gateway {
 
@@ -30,6 +31,19 @@ std::string PrintableExcerpt(const std::string& text, std::size_t max_bytes) {
   }
   return out;
 }
+
+namespace {
+
+// A line token, if present, must look like one: anything else is refused
+// before the database is asked.
+bool ValidLineToken(const std::string& token, std::string* error, std::string* param) {
+  *param = "line_token";
+  if (locks::LooksLikeLineToken(token)) return true;
+  *error = "\"line_token\" must be the token POST /v1/paintings/{id}/line returned (plt_…).";
+  return false;
+}
+
+}  // namespace
 
 bool ValidateCart(const std::vector<std::string>& paintings, std::string* error) {
   if (paintings.empty()) {
@@ -92,6 +106,14 @@ std::optional<CartRequest> ParseCartJson(const std::string& body, bool allow_buy
     }
     cart.buyer_ref = b->get<std::string>();
   }
+  if (auto t = j.find("line_token"); t != j.end() && !t->is_null()) {
+    if (!t->is_string() || !ValidLineToken(t->get<std::string>(), error, param)) {
+      *param = "line_token";
+      if (!t->is_string()) *error = "\"line_token\" must be a string.";
+      return std::nullopt;
+    }
+    cart.line_token = t->get<std::string>();
+  }
   *param = "paintings";
   if (!ValidateCart(cart.paintings, error)) return std::nullopt;
   param->clear();
@@ -111,8 +133,16 @@ std::optional<CartRequest> ParseCartForm(const std::string& body, std::string* e
     if (key == "painting" || key == "painting[]") {
       cart.paintings.push_back(value);
       if (cart.paintings.size() > kMaxCartItems) break;
+    } else if (key == "line_token" && !value.empty()) {
+      if (cart.line_token || !ValidLineToken(value, error, param)) {
+        if (cart.line_token) *error = "Send at most one \"line_token\".";
+        *param = "line_token";
+        return std::nullopt;
+      }
+      cart.line_token = value;
     }
   }
+  *param = "painting";
   if (!ValidateCart(cart.paintings, error)) return std::nullopt;
   param->clear();
   return cart;

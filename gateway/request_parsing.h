@@ -24,11 +24,12 @@ std::string PrintableExcerpt(const std::string& text, std::size_t max_bytes);
 struct CartRequest {
   std::vector<std::string> paintings;
   std::optional<std::string> buyer_ref;  // reservations API only
+  std::optional<std::string> line_token;  // a place in a waiting line (locks/lines.h)
 };
 
 // Parses {"paintings": ["p1", …]} (and "buyer" when `allow_buyer`), or a form
-// with painting=p1&painting=p2. On failure returns nullopt with *error a
-// sentence for the buyer and *param the offending field.
+// with painting=p1&painting=p2; either may carry one "line_token". On failure returns nullopt with
+// *error a sentence for the buyer and *param the offending field.
 std::optional<CartRequest> ParseCartJson(const std::string& body, bool allow_buyer,
                                          std::string* error, std::string* param);
 std::optional<CartRequest> ParseCartForm(const std::string& body, std::string* error,

@@ -37,7 +37,7 @@ void CreateReservation(const Api& api, const httplib::Request& req, httplib::Res
   auto cart = ParseCartJson(req.body, /*allow_buyer=*/true, &error, &param);
   if (!cart) return WriteError(res, InvalidRequest(error, param));
   checkout::Checkout::ReserveResult result =
-      api.services.checkout.Reserve(cart->paintings, cart->buyer_ref);
+      api.services.checkout.Reserve(cart->paintings, cart->buyer_ref, cart->line_token);
   if (auto* granted = std::get_if<locks::Granted>(&result)) {
     res.set_header("Location", "/v1/reservations/" + granted->reservation_id);
     return WriteJson(res, 201,

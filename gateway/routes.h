@@ -5,6 +5,7 @@
 //   storefront_routes.cc   GET /paintlock.js, /v1/paintings/stream (live availability)
 //   checkout_routes.cc     POST /v1/checkout, GET /v1/checkout/success
 //   reservation_routes.cc  POST/GET/DELETE /v1/reservations (server API)
+//   line_routes.cc         POST/GET/DELETE /v1/paintings/{id}/line (waiting lines)
 //   webhook_routes.cc      POST /v1/webhooks/stripe
 //   quota_routes.cc        /v1/quotas, /v1/licenses
 //   credit_routes.cc       /v1/credits
@@ -28,6 +29,7 @@
 #include "locks/database.h"
 #include "locks/health.h"
 #include "locks/leases.h"
+#include "locks/lines.h"
 #include "locks/rate_limits.h"
 #include "locks/reservations.h"
 #include "stripe/client.h"
@@ -57,6 +59,8 @@ struct Services {
   QuotaServices* quotas = nullptr;
   // Null: no /v1/paintings/stream.
   AvailabilityStream* availability = nullptr;
+  // Null: no /v1/paintings/{id}/line.
+  locks::LineStore* lines = nullptr;
 };
 
 // What every route file is given.
@@ -70,5 +74,6 @@ void InstallPaintingRoutes(httplib::Server& server, const Api& api);
 void InstallCheckoutRoutes(httplib::Server& server, const Api& api);
 void InstallReservationRoutes(httplib::Server& server, const Api& api);
 void InstallWebhookRoutes(httplib::Server& server, const Api& api);
+void InstallLineRoutes(httplib::Server& server, const Api& api);
 
 }  // namespace paintlock::gateway

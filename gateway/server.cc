@@ -26,6 +26,7 @@ void HttpApi::Install(httplib::Server& server) {
   InstallHealthRoutes(server, api_);
   // /paintlock.js and /v1/paintings/stream, before /v1/paintings/{id}.
   InstallStorefrontRoutes(server, config, s.availability);
+  InstallLineRoutes(server, api_);  // /v1/paintings/{id}/line, before /v1/paintings/{id}
   InstallPaintingRoutes(server, api_);
   InstallCheckoutRoutes(server, api_);
   InstallReservationRoutes(server, api_);

@@ -6,13 +6,6 @@
 
 namespace paintlock::locks {
 
-namespace {
-std::optional<std::string> NullIfEmpty(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  return s;
-}
-}  // namespace
-
 DbResult<bool> AuditLog::Record(const AuditEntry& e) {
   const std::optional<std::string> reservation =
       LooksLikeUuid(e.reservation_id) ? NullIfEmpty(e.reservation_id) : std::nullopt;

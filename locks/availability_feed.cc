@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
 #include <regex>
@@ -188,8 +189,18 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
   std::vector<PaintingAvailability> read;
   read.reserve(rows.size());
   for (const auto& row : rows) {
-    PaintingAvailability a{row[0].as<std::string>(), row[1].as<std::string>(),
-                           row[2].as<std::string>()};
+    PaintingAvailability a{row[0].as<std::string>(),
+                           row[1].as<std::string>(),
+                           row[2].as<std::string>(),
+                           row[4].as<long long>(0),
+                           {}};
+    if (!row[5].is_null()) {
+      // [[token_sha256, your_turn, window_from, window_until], ...] (sql/migrations/0010)
+      for (const auto& place : nlohmann::json::parse(row[5].as<std::string>())) {
+        a.line.push_back({place.at(0).get<std::string>(), place.at(1).get<bool>(),
+                          place.at(2).get<std::string>(), place.at(3).get<std::string>()});
+      }
+    }
     if (!row[3].is_null()) {
       lapse_due_[a.painting] =
           now + std::chrono::milliseconds(row[3].as<long long>()) + kLapseMargin;

@@ -46,13 +46,30 @@
 
 namespace paintlock::locks {
 
+// One waiting entry of a painting's line, as its member's stream tells it.
+struct LinePlace {
+  std::string token_sha256;  // LineTokenDigest (locks/lines.h) of the entry's token
+  bool your_turn = false;    // its claim window runs (by the database clock at the read)
+  std::string window_from;   // RFC 3339
+  std::string window_until;
+  bool operator==(const LinePlace& o) const {
+    return token_sha256 == o.token_sha256 && your_turn == o.your_turn &&
+           window_from == o.window_from && window_until == o.window_until;
+  }
+};
+
 // What painting_states says of one painting.
 struct PaintingAvailability {
   std::string painting;
-  std::string state;    // available | reserved | sold
-  std::string free_at;  // RFC 3339 while reserved, else empty
+  std::string state;          // available | reserved | sold
+  std::string free_at;        // RFC 3339 while reserved, else empty
+  long long line_length = 0;  // entries waiting in its line: all a non-member sees of it
+  // The line in order (position 1 first): only for the streams of its
+  // members, each of which is told its own place and nothing of the others.
+  std::vector<LinePlace> line = {};
   bool operator==(const PaintingAvailability& o) const {
-    return painting == o.painting && state == o.state && free_at == o.free_at;
+    return painting == o.painting && state == o.state && free_at == o.free_at &&
+           line_length == o.line_length && line == o.line;
   }
   bool operator!=(const PaintingAvailability& o) const { return !(*this == o); }
 };

@@ -4,6 +4,8 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "locks/row_json.h"
+
 namespace paintlock::locks {
 
 namespace {
@@ -63,6 +65,27 @@ DbResult<std::optional<LicenseView>> LicenseStore::FindByDigest(const std::strin
     v.current_period_end = r[0]["current_period_end"].as<std::string>("");
     v.active = r[0]["active"].as<bool>();
     return v;
+  });
+}
+
+DbResult<LicenseApplied> LicenseStore::Apply(const SubscriptionEvent& event,
+                                             const std::string& key_sha256) {
+  const std::optional<std::int64_t> period_end =
+      event.current_period_end_unix > 0 ? std::optional<std::int64_t>(event.current_period_end_unix)
+                                        : std::nullopt;
+  return db_.Run("license_apply", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    pqxx::row row = n.exec_prepared1("license_apply", event.event_id, event.event_type,
+                                     event.event_created_unix, event.subscription_id,
+                                     event.customer_id, event.status, period_end, key_sha256);
+    return LicenseApplied{row["outcome"].as<std::string>(), row["status"].as<std::string>("")};
+  });
+}
+
+DbResult<nlohmann::json> LicenseStore::List() {
+  return db_.Run("license_list", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    return RowsJson(n.exec_prepared("license_list"));
   });
 }
 

@@ -16,8 +16,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -56,6 +58,24 @@ struct LicenseInactive {  // a real licence whose subscription no longer pays
 struct LicenseUnknown {};  // no licence has this key: forged, mistyped, or not yet created
 using LicenseCheck = std::variant<LicenseValid, LicenseInactive, LicenseUnknown, DbFailure>;
 
+// A Stripe customer.subscription event, as it changes a licence.
+struct SubscriptionEvent {
+  std::string event_id;                 // evt_…
+  std::string event_type;               // customer.subscription.…
+  std::int64_t event_created_unix = 0;  // orders the events of one subscription
+  std::string subscription_id;          // sub_…
+  std::string customer_id;              // cus_… (or the id of an expanded customer object)
+  std::string status;                   // active, trialing, past_due, canceled, …
+  // Unix seconds; 0 when absent. Read from the subscription, or — API
+  // versions from 2025-03-31 on moved it — the latest of its items'.
+  std::int64_t current_period_end_unix = 0;
+};
+
+struct LicenseApplied {
+  std::string outcome;  // created, updated, stale, duplicate
+  std::string status;   // the licence's status afterwards
+};
+
 // Thread-safe: every call runs on its own pooled connection.
 class LicenseStore {
  public:
@@ -63,6 +83,15 @@ class LicenseStore {
 
   // The licence whose key has this digest; nullopt when none has.
   DbResult<std::optional<LicenseView>> FindByDigest(const std::string& key_sha256);
+
+  // Applies `event` to its subscription's licence, whose key has the digest
+  // `key_sha256`, once per event id; an event older than the last one applied
+  // changes nothing (sql/queries/license_apply.sql).
+  DbResult<LicenseApplied> Apply(const SubscriptionEvent& event, const std::string& key_sha256);
+
+  // Every licence, newest first, as JSON rows keyed by column name (those of
+  // sql/queries/license_list.sql; key_sha256 included), for the operator.
+  DbResult<nlohmann::json> List();
 
  private:
   Database& db_;

@@ -2,7 +2,7 @@
 //
 // A quota is a name, a daily limit and the time zone whose midnight starts a
 // new day ("downloads", 5, "UTC"). A subject is who is counted: a visitor
-// (the HMAC of the client address, gateway/visitor.h) or a subject named by
+// (the HMAC of the client address, base/visitor.h) or a subject named by
 // a server-to-server caller. The two are kept apart by a prefix, so a named
 // subject can never spend a visitor's quota.
 //

@@ -1,10 +1,12 @@
 #include "locks/reservations.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/ids.h"
 #include "base/log.h"
 #include "locks/availability_publisher.h"
+#include "locks/lines.h"
 
 namespace paintlock::locks {
 
@@ -21,6 +23,11 @@ std::string TextArrayLiteral(const std::vector<std::string>& items) {
   }
   out.push_back('}');
   return out;
+}
+
+std::optional<std::string> NullIfEmpty(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return text;
 }
 
 bool LooksLikeUuid(const std::string& text) {
@@ -47,13 +54,17 @@ std::optional<std::string> NewReservationId() {
 }
 
 ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintings,
-                                         const std::optional<std::string>& buyer_ref) {
+                                         const std::optional<std::string>& buyer_ref,
+                                         const std::optional<std::string>& line_token) {
   const std::string cart = TextArrayLiteral(paintings);
+  std::optional<std::string> line_digest;
+  if (line_token) line_digest = LineTokenDigest(*line_token);
   // Chosen here so that an outcome lost with the connection can be looked up.
   const std::optional<std::string> id = NewReservationId();
   auto rows = db_.Run("reserve", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    return n.exec_prepared("reserve", cart, static_cast<int>(hold_ttl_.count()), buyer_ref, id);
+    return n.exec_prepared("reserve", cart, static_cast<int>(hold_ttl_.count()), buyer_ref, id,
+                           line_digest);
   });
   if (auto* failure = std::get_if<DbFailure>(&rows)) {
     if (failure->may_have_committed && id) return Recover(*id, *failure);
@@ -67,6 +78,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
   std::optional<Sold> sold;
   std::optional<Busy> busy;
   TakeOverNeeded takeover;
+  std::map<std::string, std::int64_t> line_positions;
   for (const auto& row : r) {
     const std::string outcome = row["outcome"].as<std::string>();
     if (outcome == "granted") {
@@ -79,13 +91,21 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
     if (outcome == "busy" && !busy) {
       busy = Busy{painting, row["until"].as<std::string>(), row["seconds_until"].as<int>()};
     }
+    if (outcome == "in_line" && !row["line_position"].is_null()) {
+      line_positions[painting] = row["line_position"].as<std::int64_t>();
+    }
     if (outcome == "takeover") {
       takeover.sessions.push_back({painting, row["reservation_id"].as<std::string>(),
                                    row["stripe_session_id"].as<std::string>()});
     }
   }
   if (sold) return *sold;
-  if (busy) return *busy;
+  if (busy) {
+    if (auto it = line_positions.find(busy->painting); it != line_positions.end()) {
+      busy->line_position = it->second;
+    }
+    return *busy;
+  }
   if (!takeover.sessions.empty()) return takeover;
   return DbFailure{DbFailureKind::kInternal, "paintlock_reserve returned no outcome"};
 }

@@ -25,10 +25,13 @@ struct Granted {
   std::string reservation_id;
   std::string held_until;  // RFC 3339, UTC
 };
-struct Busy {  // held by a live reservation
+struct Busy {  // held by a live reservation, or its line's claim window runs
   std::string painting;
   std::string free_at;  // RFC 3339, UTC, rounded up to the second
   int retry_after_seconds = 1;
+  // The caller's place in the painting's line (1: next), when the caller
+  // gave a line token that waits in it (locks/lines.h).
+  std::optional<std::int64_t> line_position = std::nullopt;
 };
 struct Sold {
   std::string painting;
@@ -79,8 +82,12 @@ class ReservationStore {
   // chosen here before the write, so when the connection breaks mid-call the
   // answer is looked up by it: Granted if the hold committed, a DbFailure
   // with may_have_committed only if the database cannot be asked.
+  // `line_token` (locks/lines.h), when given, is the buyer's place in a
+  // painting's waiting line: during that entry's claim window only it is
+  // granted the painting, and a Busy answer carries its position.
   ReserveOutcome Reserve(const std::vector<std::string>& paintings,
-                         const std::optional<std::string>& buyer_ref);
+                         const std::optional<std::string>& buyer_ref,
+                         const std::optional<std::string>& line_token = std::nullopt);
 
   // Records the Stripe session on a reservation that still holds all of its
   // paintings; false if it lost them (the caller must expire the session).
@@ -114,6 +121,9 @@ std::string TextArrayLiteral(const std::vector<std::string>& items);
 // A random version-4 UUID for a new reservation; nullopt when no random bytes
 // could be had (the database then picks the id).
 std::optional<std::string> NewReservationId();
+
+// `text` as a statement parameter: NULL when it is empty.
+std::optional<std::string> NullIfEmpty(const std::string& text);
 
 // True for the canonical textual form of a UUID (what reservation ids are).
 bool LooksLikeUuid(const std::string& text);

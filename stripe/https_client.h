@@ -91,7 +91,7 @@ class HttpsStripeClient final : public StripeClient {
   HttpsStripeClient(const HttpsStripeClient&) = delete;
   HttpsStripeClient& operator=(const HttpsStripeClient&) = delete;
 
-  // Sends CheckoutSessionForm(p) (stripe/form.h) with Idempotency-Key
+  // Sends CheckoutSessionForm(p) (stripe/session_form.h) with Idempotency-Key
   // p.idempotency_key. An empty key, or one over 255 characters or with
   // non-printable characters, is refused locally (400 invalid_request_error,
   // param "idempotency_key") without contacting Stripe.

@@ -225,7 +225,7 @@ int UnusedPort() {
   return ntohs(addr.sin_port);
 }
 
-// Collects what the process writes to stdout (where gateway/log.h writes).
+// Collects what the process writes to stdout (where base/log.h writes).
 class StdoutCapture {
  public:
   StdoutCapture() {

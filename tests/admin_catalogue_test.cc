@@ -41,7 +41,7 @@ TEST_CASE_FIXTURE(ShopFixture, "admin: sold and unsold set and clear the catalog
   // A paintlock sale refunded in the Stripe dashboard: the sale becomes refunded.
   auto [sale, sale_session] = Bought(shop, {"p1", "p2"});
   Pay(shop, sale_session);
-  REQUIRE(Eventually([&] { return State(db, sale) == "sold"; }));
+  REQUIRE(Eventually([&, sale = sale] { return State(db, sale) == "sold"; }));
   CompletedProcess refunded =
       Ctl(db, stripe, {"unsold", "p1", "--reason", "returned; refunded in dashboard", "--json"});
   CHECK(refunded.exit_code == 0);

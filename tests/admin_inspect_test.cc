@@ -20,7 +20,7 @@ TEST_CASE("admin: holds lists the stuck ones first, filters them, and says what 
   Age(db, lapsed_open);
   auto [awaiting, awaiting_session] = Bought(shop, {"p3"});
   Pay(shop, awaiting_session, "unpaid");
-  REQUIRE(Eventually([&] { return State(db, awaiting) == "awaiting_payment"; }));
+  REQUIRE(Eventually([&, awaiting = awaiting] { return State(db, awaiting) == "awaiting_payment"; }));
   // A take-over that found Stripe down: the second buyer is turned away, audited.
   auto [refused, refused_session] = Bought(shop, {"p4"});
   Age(db, refused);
@@ -30,7 +30,7 @@ TEST_CASE("admin: holds lists the stuck ones first, filters them, and says what 
   // A sale whose catalogue flag went missing (a hand edit gone wrong).
   auto [sold, sold_session] = Bought(shop, {"p5"});
   Pay(shop, sold_session);
-  REQUIRE(Eventually([&] { return State(db, sold) == "sold"; }));
+  REQUIRE(Eventually([&, sold = sold] { return State(db, sold) == "sold"; }));
   db.Exec("UPDATE paintings SET sold_at = NULL WHERE id = 'p5'");
   // A harmless lapsed hold without a session.
   const std::string harmless = Reserve(db, "p6");
@@ -94,7 +94,7 @@ TEST_CASE_FIXTURE(
   REQUIRE(Ctl(db, stripe, {"release", released, "--reason", "changed their mind"}).exit_code == 0);
   auto [sold, sold_session] = Bought(shop, {"p1", "p2"});
   Pay(shop, sold_session);
-  REQUIRE(Eventually([&] { return State(db, sold) == "sold"; }));
+  REQUIRE(Eventually([&, sold = sold] { return State(db, sold) == "sold"; }));
   WebhooksSettled(shop);
 
   CompletedProcess painting = Ctl(db, stripe, {"show", "p1", "--json"});
@@ -160,10 +160,10 @@ TEST_CASE_FIXTURE(
 TEST_CASE_FIXTURE(ShopFixture, "admin: events lists what Stripe said, by session and since when") {
   auto [sold, sold_session] = Bought(shop, {"p1"});
   Pay(shop, sold_session);
-  REQUIRE(Eventually([&] { return State(db, sold) == "sold"; }));
+  REQUIRE(Eventually([&, sold = sold] { return State(db, sold) == "sold"; }));
   auto [expired, expired_session] = Bought(shop, {"p2"});
   shop.stripe.Control("POST", "/_test/sessions/" + expired_session + "/expire");
-  REQUIRE(Eventually([&] { return State(db, expired) == "released"; }));
+  REQUIRE(Eventually([&, expired = expired] { return State(db, expired) == "released"; }));
 
   json all = Ctl(db, stripe, {"events", "--json"}).Json();
   REQUIRE(all["count"] == 2);

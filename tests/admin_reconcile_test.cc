@@ -22,7 +22,7 @@ TEST_CASE("admin: reconcile heals sessions whose webhooks were lost, and owed re
   // A delayed payment that succeeded; that webhook was dropped too.
   auto [delayed, delayed_session] = Bought(shop, {"p2"});
   Pay(shop, delayed_session, "unpaid");
-  REQUIRE(Eventually([&] { return State(db, delayed) == "awaiting_payment"; }));
+  REQUIRE(Eventually([&, delayed = delayed] { return State(db, delayed) == "awaiting_payment"; }));
   shop.stripe.Control("POST", "/_test/webhooks", {{"drop_next", 1}});
   shop.stripe.Control("POST", "/_test/sessions/" + delayed_session + "/async_payment",
                       {{"outcome", "succeeded"}});
@@ -36,7 +36,7 @@ TEST_CASE("admin: reconcile heals sessions whose webhooks were lost, and owed re
                       {{"fail_next", 100}, {"status", 500}, {"path_prefix", "/v1/refunds"}});
   shop.stripe.Control("POST", "/_test/sessions/" + late_session + "/pay",
                       {{"payment_status", "paid"}, {"allow_expired", true}});
-  REQUIRE(Eventually([&] { return State(db, late) == "refund_pending"; }));
+  REQUIRE(Eventually([&, late = late] { return State(db, late) == "refund_pending"; }));
   WebhooksSettled(shop, 2);  // every delivery failed: the refund is still owed
   shop.stripe.Control("POST", "/_test/faults/clear");
   REQUIRE(State(db, late) == "refund_pending");

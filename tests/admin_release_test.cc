@@ -130,7 +130,7 @@ TEST_CASE("admin: release --force works with Stripe unreachable, and says so lou
   // The session was still open: its buyer pays after all. A late payment for
   // free paintings is accepted — nobody is charged without the painting.
   Pay(shop, session);
-  REQUIRE(Eventually([&] { return State(db, id) == "sold"; }));
+  REQUIRE(Eventually([&, id = id] { return State(db, id) == "sold"; }));
   CHECK(PaintingState(db, "p9") == "sold");
   CHECK(db.Scalar("SELECT count(*) FROM audit_log WHERE action = 'late_payment_accepted'") == "1");
   CheckInvariants(db);
@@ -154,7 +154,7 @@ TEST_CASE("admin: a release racing a completed payment never leaves a paid paint
     auto [id, session] = Bought(shop, {painting});
     CompletedProcess release;
     Reply pay;
-    RunConcurrently(2, [&](int who) {
+    RunConcurrently(2, [&, id = id, session = session](int who) {
       if (who == 0) {
         std::vector<std::string> args = {"release", id, "--reason", "race"};
         if (forced) args.push_back("--force");
@@ -200,7 +200,7 @@ TEST_CASE_FIXTURE(ShopFixture,
   shop.stripe.Control("POST", "/_test/faults",
                       {{"delay_next", 1}, {"delay_ms", 1500}, {"path_prefix", expire_path}});
   CompletedProcess release;
-  std::thread cli([&] {
+  std::thread cli([&, id = id] {
     release = CtlOnAnyThread(db, stripe, {"release", id, "--reason", "abandoned?"});
   });
   const bool expiring = Eventually([&] {

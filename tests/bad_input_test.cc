@@ -27,7 +27,7 @@ namespace {
 constexpr const char* kTables[] = {
     "paintings",     "painting_locks",     "reservations", "reservation_items", "stripe_events",
     "audit_log",     "quota_usage",        "licenses",     "credit_accounts",   "credit_holds",
-    "credit_topups", "rate_limit_buckets", "leases"};
+    "credit_topups", "rate_limit_buckets", "leases",       "line_entries"};
 
 std::map<std::string, std::string> Fingerprints(TestDatabase& db) {
   std::string sql;
@@ -112,11 +112,92 @@ TEST_CASE("bad input: every row is refused with its status and code, and writes 
   Reply lease = PostJson(base, "/v1/leases/job-1", {{"holder", "w1"}, {"ttl_seconds", 600}}, Key());
   REQUIRE(lease.status == 200);
   const std::string token = std::to_string(lease.json["token"].get<std::int64_t>());
+  // This test's address waits in p3's line.
+  REQUIRE(Request(base, "POST", "/v1/paintings/p3/line").status == 201);
+  const std::string forged = "plt_" + std::string(64, 'f');
   const std::int64_t now = std::time(nullptr);
   const std::string completed =
       R"({"id":"evt_bad_1","type":"checkout.session.completed","data":{"object":{"object":"checkout.session","id":"cs_unknown","payment_status":"paid"}}})";
 
   const std::vector<Row> rows = {
+      // ---- waiting lines (README "Waiting in line")
+      {"join the line of a free painting",
+       "POST",
+       "/v1/paintings/p1/line",
+       "",
+       kJson,
+       {},
+       409,
+       "painting_free"},
+      {"join the line of a sold painting",
+       "POST",
+       "/v1/paintings/p4/line",
+       "",
+       kJson,
+       {},
+       409,
+       "painting_sold"},
+      {"join the line of an unknown painting",
+       "POST",
+       "/v1/paintings/nope/line",
+       "",
+       kJson,
+       {},
+       404,
+       "painting_not_found"},
+      {"join a line twice", "POST", "/v1/paintings/p3/line", "", kJson, {}, 409, "already_in_line"},
+      {"a forged line token", "GET", "/v1/paintings/p3/line", "", "",
+       Just("Paintlock-Line-Token", forged), 404, "line_token_invalid"},
+      {"leave with a forged line token", "DELETE", "/v1/paintings/p3/line", "", "",
+       Just("Paintlock-Line-Token", forged), 404, "line_token_invalid"},
+      {"a malformed line token",
+       "GET",
+       "/v1/paintings/p3/line?token=plt_1",
+       "",
+       "",
+       {},
+       400,
+       "invalid_request"},
+      {"leave without a line token",
+       "DELETE",
+       "/v1/paintings/p3/line",
+       "",
+       "",
+       {},
+       400,
+       "invalid_request"},
+      {"checkout with a malformed line token",
+       "POST",
+       "/v1/checkout",
+       R"({"paintings": ["p1"], "line_token": "plt_nope"})",
+       kJson,
+       {},
+       400,
+       "invalid_request"},
+      {"checkout with a line token that is not a string",
+       "POST",
+       "/v1/checkout",
+       R"({"paintings": ["p1"], "line_token": 7})",
+       kJson,
+       {},
+       400,
+       "invalid_request"},
+      {"checkout form with two line tokens",
+       "POST",
+       "/v1/checkout",
+       "painting=p1&line_token=" + forged + "&line_token=" + forged,
+       kForm,
+       {},
+       400,
+       "invalid_request"},
+      {"checkout of a held painting with a forged line token",
+       "POST",
+       "/v1/checkout",
+       R"({"paintings": ["p3"], "line_token": ")" + forged + R"("})",
+       kJson,
+       {},
+       409,
+       "painting_reserved"},
       // ---- POST /v1/checkout (README "API")
       {"empty cart",
        "POST",

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <set>
 
+#include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
 
 using namespace paintlock::testing;
@@ -456,33 +457,22 @@ TEST_CASE(
   CHECK(db.Scalar("SELECT paintlock_credit_held('a7')") == "20");
 }
 
-namespace {
-
-CompletedProcess Ctl(TestDatabase& db, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {BuildDir() + "/paintlockctl"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CompletedProcess p = RunToCompletion(argv, {{"DATABASE_URL", db.url()}});
-  INFO("exit " << p.exit_code << "\nstdout:\n" << p.out << "\nstderr:\n" << p.err);
-  CHECK(p.exit_code >= 0);
-  return p;
-}
-
-}  // namespace
-
 TEST_CASE("credits: paintlockctl credits topup, show, holds and sweep") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe);
 
-  CompletedProcess topup = Ctl(
-      db, {"credits", "topup", "acct", "100", "--key", "ticket-1", "--reason", "opening balance"});
+  CompletedProcess topup =
+      Ctl(db, kNoStripe,
+          {"credits", "topup", "acct", "100", "--key", "ticket-1", "--reason", "opening balance"});
   CHECK(topup.exit_code == 0);
   CHECK(topup.out.find("credited 100 to acct") != std::string::npos);
   CompletedProcess replay =
-      Ctl(db, {"credits", "topup", "acct", "100", "--key", "ticket-1", "--json"});
+      Ctl(db, kNoStripe, {"credits", "topup", "acct", "100", "--key", "ticket-1", "--json"});
   CHECK(replay.exit_code == 0);
   CHECK(replay.Json()["replayed"] == true);
   CHECK(replay.Json()["balance_after"] == 100);
-  CompletedProcess reused = Ctl(db, {"credits", "topup", "acct", "5", "--key", "ticket-1"});
+  CompletedProcess reused =
+      Ctl(db, kNoStripe, {"credits", "topup", "acct", "5", "--key", "ticket-1"});
   CHECK(reused.exit_code == 1);
   CHECK(reused.out.empty());
   CHECK(reused.err.find("already credited 100") != std::string::npos);
@@ -496,28 +486,28 @@ TEST_CASE("credits: paintlockctl credits topup, show, holds and sweep") {
   const std::string lapsed = Hold(gw.base(), "acct", 20, 600).json["hold_id"];
   AgeHold(db, lapsed);
 
-  CompletedProcess show = Ctl(db, {"credits", "show", "acct", "--json"});
+  CompletedProcess show = Ctl(db, kNoStripe, {"credits", "show", "acct", "--json"});
   CHECK(show.exit_code == 0);
   CHECK(show.Json()["balance"] == 100);
   CHECK(show.Json()["held"] == 30);
   CHECK(show.Json()["available"] == 70);
   REQUIRE(show.Json()["live_holds"].size() == 1);
   CHECK(show.Json()["live_holds"][0]["hold_id"] == live);
-  CompletedProcess table = Ctl(db, {"credits", "show", "acct"});
+  CompletedProcess table = Ctl(db, kNoStripe, {"credits", "show", "acct"});
   CHECK(table.exit_code == 0);
   CHECK(table.out.find("available") != std::string::npos);
   CHECK(table.out.find(live) != std::string::npos);
 
-  CompletedProcess all = Ctl(db, {"credits", "holds", "acct", "--all", "--json"});
+  CompletedProcess all = Ctl(db, kNoStripe, {"credits", "holds", "acct", "--all", "--json"});
   REQUIRE(all.Json()["holds"].size() == 2);
   CHECK(all.Json()["holds"][0]["hold_id"] == live);
   CHECK(all.Json()["holds"][1]["state"] == "expired");
-  CHECK(Ctl(db, {"credits", "holds", "acct"}).out.find(lapsed) == std::string::npos);
+  CHECK(Ctl(db, kNoStripe, {"credits", "holds", "acct"}).out.find(lapsed) == std::string::npos);
 
-  CompletedProcess sweep = Ctl(db, {"credits", "sweep", "--json"});
+  CompletedProcess sweep = Ctl(db, kNoStripe, {"credits", "sweep", "--json"});
   CHECK(sweep.exit_code == 0);
   CHECK(sweep.Json()["expired_holds_closed"] == 1);
-  CHECK(Ctl(db, {"credits", "sweep"}).out == "closed 0 lapsed hold(s) as expired\n");
+  CHECK(Ctl(db, kNoStripe, {"credits", "sweep"}).out == "closed 0 lapsed hold(s) as expired\n");
   CHECK(Account(gw.base(), "acct")["available"] == 70);  // the sweep changed no answer
 
   // Usage errors: exit 2, one line on stderr, nothing on stdout, nothing changed.
@@ -529,16 +519,16 @@ TEST_CASE("credits: paintlockctl credits topup, show, holds and sweep") {
                                              {"credits", "topup", "-bad", "5", "--key", "k"},
                                              {"credits", "holds", "acct", "--bogus"},
                                              {"credits", "nope"}}) {
-    CompletedProcess bad = Ctl(db, args);
+    CompletedProcess bad = Ctl(db, kNoStripe, args);
     CHECK(bad.exit_code == 2);
     CHECK(bad.out.empty());
     CHECK(bad.err.find('\n') == bad.err.size() - 1);
   }
-  CompletedProcess missing = Ctl(db, {"credits", "show", "nobody"});
+  CompletedProcess missing = Ctl(db, kNoStripe, {"credits", "show", "nobody"});
   CHECK(missing.exit_code == 1);
   CHECK(missing.err == "paintlockctl: there is no account \"nobody\"\n");
   for (const char* name : {"show", "topup", "holds", "sweep"}) {
-    CompletedProcess help = Ctl(db, {"credits", name, "--help"});
+    CompletedProcess help = Ctl(db, kNoStripe, {"credits", name, "--help"});
     CHECK(help.exit_code == 0);
     CHECK(help.out.rfind(std::string("Usage: paintlockctl credits ") + name, 0) == 0);
   }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <set>
 
+#include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
 
 using namespace paintlock::testing;
@@ -212,14 +213,7 @@ TEST_CASE("leases: bad lease input gets a clear 4xx JSON error and changes nothi
 TEST_CASE("leases: paintlockctl leases lists holder, token and expiry") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe);
-  auto ctl = [&](const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {BuildDir() + "/paintlockctl"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    CompletedProcess p = RunToCompletion(argv, {{"DATABASE_URL", db.url()}});
-    INFO("exit " << p.exit_code << "\nstdout:\n" << p.out << "\nstderr:\n" << p.err);
-    CHECK(p.exit_code >= 0);
-    return p;
-  };
+  auto ctl = [&](const std::vector<std::string>& args) { return Ctl(db, kNoStripe, args); };
   CHECK(ctl({"leases"}).out == "no leases\n");
   REQUIRE(Acquire(gw.base(), "nightly", "cron@a", 600).status == 200);
   REQUIRE(Acquire(gw.base(), "crashed", "worker-9").status == 200);

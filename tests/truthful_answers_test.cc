@@ -38,17 +38,21 @@ class RowHeldPastLockTimeout {
   std::thread thread_;
 };
 
+// A checkout of `painting` that its buyer paid, its webhook held back so that
+// only Stripe knows: its reservation id and Stripe session id.
+std::pair<std::string, std::string> PaidUnheard(Shop& shop, const std::string& painting) {
+  const auto bought = Bought(shop, {painting});
+  shop.stripe.Control("POST", "/_test/webhooks", {{"hold", true}});
+  Pay(shop, bought.second);
+  return bought;
+}
+
 }  // namespace
 
-TEST_CASE("DELETE of a paid reservation whose sale cannot be recorded right now releases nothing") {
-  TestDatabase db;
-  Shop shop(db);
-  const auto bought = Bought(shop, {"p12"});
-  const std::string id = bought.first;
-  const std::string session = bought.second;
-  // The buyer pays; the webhook is held back, so only Stripe knows.
-  shop.stripe.Control("POST", "/_test/webhooks", {{"hold", true}});
-  shop.stripe.Control("POST", "/_test/sessions/" + session + "/pay", {{"payment_status", "paid"}});
+TEST_CASE_FIXTURE(
+    ShopFixture,
+    "DELETE of a paid reservation whose sale cannot be recorded right now releases nothing") {
+  const std::string id = PaidUnheard(shop, "p12").first;  // only Stripe knows it was paid
 
   Reply deleted;
   {
@@ -70,9 +74,7 @@ TEST_CASE("DELETE of a paid reservation whose sale cannot be recorded right now 
   CheckInvariants(db);
 }
 
-TEST_CASE("the success page never shows a refunded late payer the sold page") {
-  TestDatabase db;
-  Shop shop(db);
+TEST_CASE_FIXTURE(ShopFixture, "the success page never shows a refunded late payer the sold page") {
   const auto bought = Bought(shop, {"p7"});
   const std::string first_id = bought.first;
   const std::string first_session = bought.second;
@@ -94,14 +96,11 @@ TEST_CASE("the success page never shows a refunded late payer the sold page") {
   CheckInvariants(db);
 }
 
-TEST_CASE("the success page logs an apply it could not make, and still sends the buyer on") {
-  TestDatabase db;
-  Shop shop(db);
-  const auto bought = Bought(shop, {"p11"});
-  const std::string id = bought.first;
-  const std::string session = bought.second;
-  shop.stripe.Control("POST", "/_test/webhooks", {{"hold", true}});
-  shop.stripe.Control("POST", "/_test/sessions/" + session + "/pay", {{"payment_status", "paid"}});
+TEST_CASE_FIXTURE(
+    ShopFixture, "the success page logs an apply it could not make, and still sends the buyer on") {
+  const auto paid = PaidUnheard(shop, "p11");
+  const std::string id = paid.first;
+  const std::string session = paid.second;
   Reply page;
   {
     RowHeldPastLockTimeout held(db, id);

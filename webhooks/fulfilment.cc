@@ -1,8 +1,6 @@
 #include "webhooks/fulfilment.h"
 
 #include "base/log.h"
-#include "locks/availability_publisher.h"
-#include "locks/reservations.h"
 
 namespace paintlock::webhooks {
 
@@ -20,37 +18,14 @@ SessionFacts FactsOf(const stripe::CheckoutSession& s) {
   return f;
 }
 
-namespace {
-
-std::optional<std::string> NullIfEmpty(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  return s;
-}
-
-}  // namespace
-
 FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string& event_id,
                                     const std::string& event_type, const std::string& actor) {
-  struct Applied {
-    std::string outcome, reservation_id, payment_intent;
-  };
-  const std::optional<std::string> reservation =
-      locks::LooksLikeUuid(facts.reservation_id) ? NullIfEmpty(facts.reservation_id) : std::nullopt;
-  auto applied = db_.Run("apply_session", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1(
-        "apply_session", NullIfEmpty(event_id), event_type, facts.session_id, reservation,
-        NullIfEmpty(facts.status), NullIfEmpty(facts.payment_status),
-        NullIfEmpty(facts.payment_intent), actor, static_cast<int>(delayed_payment_hold_.count()));
-    return Applied{row["outcome"].as<std::string>(), row["reservation_id"].as<std::string>(""),
-                   row["payment_intent"].as<std::string>("")};
-  });
+  auto applied = sessions_.Apply(facts, event_id, event_type, actor);
   if (auto* f = std::get_if<locks::DbFailure>(&applied)) {
     return f->kind == locks::DbFailureKind::kInternal ? FulfilmentFailure::kInternal
                                                       : FulfilmentFailure::kDatabaseUnavailable;
   }
-  Applied a = std::get<Applied>(applied);
-  db_.availability().ReservationChanged(a.reservation_id);
+  const locks::SessionApplied& a = std::get<locks::SessionApplied>(applied);
   LogInfo("session_applied", {{"session_id", facts.session_id},
                               {"event_id", event_id},
                               {"event_type", event_type},
@@ -75,10 +50,7 @@ FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string
     return FulfilmentFailure::kRefundPending;
   }
   const std::string refund_id = std::get<stripe::Refund>(refund).id;
-  auto recorded = db_.Run("record_refund", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    return n.exec_prepared1("record_refund", a.reservation_id, refund_id, actor)[0].as<bool>();
-  });
+  auto recorded = sessions_.RecordRefund(a.reservation_id, refund_id, actor);
   if (std::holds_alternative<locks::DbFailure>(recorded)) return FulfilmentFailure::kRefundPending;
   LogInfo("late_payment_refunded", {{"session_id", facts.session_id},
                                     {"reservation_id", a.reservation_id},

@@ -11,21 +11,16 @@
 #pragma once
 
 #include <chrono>
-#include <optional>
 #include <string>
+#include <variant>
 
 #include "locks/database.h"
+#include "locks/sessions.h"
 #include "stripe/client.h"
 
 namespace paintlock::webhooks {
 
-struct SessionFacts {
-  std::string session_id;
-  std::string status;          // open | complete | expired
-  std::string payment_status;  // paid | unpaid | no_payment_required
-  std::string payment_intent;  // may be empty
-  std::string reservation_id;  // from metadata / client_reference_id; may be empty
-};
+using SessionFacts = locks::SessionFacts;
 
 SessionFacts FactsOf(const stripe::CheckoutSession& s);
 
@@ -48,7 +43,7 @@ class Fulfilment {
  public:
   Fulfilment(locks::Database& db, stripe::StripeClient& stripe,
              std::chrono::seconds delayed_payment_hold)
-      : db_(db), stripe_(stripe), delayed_payment_hold_(delayed_payment_hold) {}
+      : sessions_(db, delayed_payment_hold), stripe_(stripe) {}
 
   // `event_id` empty when the facts come from retrieving the session (the
   // event type is then "session.retrieved"). `actor` names the caller in the
@@ -57,9 +52,8 @@ class Fulfilment {
                           const std::string& event_type, const std::string& actor);
 
  private:
-  locks::Database& db_;
+  locks::SessionStore sessions_;
   stripe::StripeClient& stripe_;
-  const std::chrono::seconds delayed_payment_hold_;
 };
 
 }  // namespace paintlock::webhooks

@@ -49,7 +49,7 @@ std::optional<SubscriptionEvent> DecodeSubscriptionEvent(const std::string& body
 }
 
 std::optional<SubscriptionEvent> DecodeSubscriptionObject(const nlohmann::json& j,
-                                                         std::string* error) {
+                                                          std::string* error) {
   SubscriptionEvent e;
   e.event_id = StringOr(j, "id");
   e.event_type = StringOr(j, "type");
@@ -110,16 +110,7 @@ SubscriptionOutcome SubscriptionLicenses::Apply(const SubscriptionEvent& event) 
   if (license_secret_.empty()) return SubscriptionFailure::kNotConfigured;
   const std::string digest =
       locks::LicenseKeyDigest(locks::DeriveLicenseKey(license_secret_, event.subscription_id));
-  const std::optional<std::int64_t> period_end =
-      event.current_period_end_unix > 0 ? std::optional<std::int64_t>(event.current_period_end_unix)
-                                        : std::nullopt;
-  auto applied = db_.Run("license_apply", [&](pqxx::connection& c) {
-    pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1("license_apply", event.event_id, event.event_type,
-                                     event.event_created_unix, event.subscription_id,
-                                     event.customer_id, event.status, period_end, digest);
-    return SubscriptionApplied{row["outcome"].as<std::string>(), row["status"].as<std::string>("")};
-  });
+  auto applied = locks::LicenseStore(db_).Apply(event, digest);
   if (auto* f = std::get_if<locks::DbFailure>(&applied)) {
     return f->kind == locks::DbFailureKind::kInternal ? SubscriptionFailure::kInternal
                                                       : SubscriptionFailure::kDatabaseUnavailable;

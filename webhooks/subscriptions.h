@@ -14,30 +14,20 @@
 // Thread-safe.
 #pragma once
 
-#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
 
 #include "locks/database.h"
+#include "locks/licenses.h"
 
 namespace paintlock::webhooks {
 
 // customer.subscription.created, .updated or .deleted.
 bool IsSubscriptionEventType(const std::string& type);
 
-struct SubscriptionEvent {
-  std::string event_id;                 // evt_…
-  std::string event_type;               // customer.subscription.…
-  std::int64_t event_created_unix = 0;  // orders the events of one subscription
-  std::string subscription_id;          // sub_…
-  std::string customer_id;              // cus_… (or the id of an expanded customer object)
-  std::string status;                   // active, trialing, past_due, canceled, …
-  // Unix seconds; 0 when absent. Read from the subscription, or — API
-  // versions from 2025-03-31 on moved it — the latest of its items'.
-  std::int64_t current_period_end_unix = 0;
-};
+using SubscriptionEvent = locks::SubscriptionEvent;
 
 // nullopt and *error when the body is not a subscription event paintlock can
 // apply (no event id, type or created time; an object that is not a
@@ -46,12 +36,9 @@ std::optional<SubscriptionEvent> DecodeSubscriptionEvent(const std::string& body
                                                          std::string* error);
 // The same, from an event already parsed (a JSON object).
 std::optional<SubscriptionEvent> DecodeSubscriptionObject(const nlohmann::json& event,
-                                                         std::string* error);
+                                                          std::string* error);
 
-struct SubscriptionApplied {
-  std::string outcome;  // created, updated, stale, duplicate
-  std::string status;   // the licence's status afterwards
-};
+using SubscriptionApplied = locks::LicenseApplied;
 
 enum class SubscriptionFailure {
   kNotConfigured,        // no PAINTLOCK_LICENSE_SECRET: nothing applied; Stripe retries

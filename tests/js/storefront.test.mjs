@@ -16,17 +16,12 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
-  createDatabase,
-  freePort,
   holdPaintingLock,
   launchChromium,
+  openBuyers,
   psql,
   screenshotDir,
-  startFakeStripe,
-  startGateway,
-  startStaticServer,
-  storefrontDir,
-  STRIPE_WEBHOOK_SECRET,
+  startDemoShop,
   waitForLockWaiters,
 } from './support.mjs';
 
@@ -52,52 +47,17 @@ function clockOf(iso) {
 test('two buyers, one painting: one pays, the other is told when it is free; both see it sold', {
   timeout: 240_000,
 }, async (t) => {
-  const db = await createDatabase();
-  t.after(() => db.drop());
-  const gatewayPort = await freePort();
-  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-  const shop = await startStaticServer(storefrontDir, {
-    // What a shop does to embed paintlock: point the script tag at the gateway.
-    rewriteHtml: (html) => html.replaceAll('src="/paintlock.js"', `src="${gatewayUrl}/paintlock.js"`),
+  const { db, stripe, shop, gatewayUrl } = await startDemoShop(t, {
+    // Both checkouts wait behind the test's row lock until it lets go:
+    // they must not give up first.
+    PAINTLOCK_DB_LOCK_TIMEOUT_MS: '30000',
+    PAINTLOCK_DB_STATEMENT_TIMEOUT_MS: '40000',
   });
-  t.after(() => shop.close());
-  const stripe = await startFakeStripe({
-    webhookUrl: `${gatewayUrl}/v1/webhooks/stripe`,
-    webhookSecret: STRIPE_WEBHOOK_SECRET,
-  });
-  t.after(() => stripe.stop());
-  const gateway = await startGateway({
-    port: gatewayPort,
-    databaseUrl: db.url,
-    stripeUrl: stripe.url,
-    env: {
-      PAINTLOCK_ALLOWED_ORIGINS: shop.url,
-      PAINTLOCK_SUCCESS_URL: `${shop.url}/success.html?session_id={CHECKOUT_SESSION_ID}`,
-      PAINTLOCK_CANCEL_URL: `${shop.url}/cancel.html`,
-      // Both checkouts wait behind the test's row lock until it lets go:
-      // they must not give up first.
-      PAINTLOCK_DB_LOCK_TIMEOUT_MS: '30000',
-      PAINTLOCK_DB_STATEMENT_TIMEOUT_MS: '40000',
-    },
-  });
-  t.after(() => gateway.stop());
 
   const browser = await launchChromium();
   t.after(() => browser.close());
-  const buyers = [];
-  for (const name of ['a', 'b']) {
-    const context = await browser.newContext({
-      locale: 'en-GB',
-      timezoneId: 'UTC',
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = await context.newPage();
-    page.setDefaultTimeout(TIMEOUT);
-    const errors = [];
-    page.on('pageerror', (err) => errors.push(err.message));
-    t.after(() => assert.deepEqual(errors, [], `buyer ${name}: no script errors on the page`));
-    buyers.push({ name, page });
-  }
+  const pages = await openBuyers(t, browser, ['a', 'b'], TIMEOUT);
+  const buyers = Object.entries(pages).map(([name, page]) => ({ name, page }));
 
   // Both open the gallery and see live states: everything available.
   for (const { page } of buyers) {

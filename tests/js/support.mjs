@@ -4,6 +4,7 @@
 // The binary is ${PAINTLOCK_BUILD_DIR}/fake-stripe (CMake sets the variable;
 // the default is the repository's build/ folder). Every helper binds port 0,
 // so tests can run in parallel.
+import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -438,4 +439,62 @@ export async function waitForLockWaiters(databaseUrl, count) {
     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() " +
     "AND application_name = 'paintlock' AND wait_event_type = 'Lock'")) >= count,
   { timeoutMs: 30_000, intervalMs: 50 });
+}
+
+/**
+ * The demo shop as a shop that embeds paintlock runs it, for browser tests: a
+ * fresh database, the shop's pages on their own origin (their script tag
+ * pointed at the gateway), the fake Stripe delivering webhooks to a gateway
+ * that allows the shop's origin, with `env` added. Everything is stopped when
+ * test `t` ends. Resolves to {db, shop, stripe, gateway, gatewayUrl}.
+ */
+export async function startDemoShop(t, env = {}) {
+  const db = await createDatabase();
+  t.after(() => db.drop());
+  const gatewayPort = await freePort();
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const shop = await startStaticServer(storefrontDir, {
+    // What a shop does to embed paintlock: point the script tag at the gateway.
+    rewriteHtml: (html) => html.replaceAll('src="/paintlock.js"', `src="${gatewayUrl}/paintlock.js"`),
+  });
+  t.after(() => shop.close());
+  const stripe = await startFakeStripe({
+    webhookUrl: `${gatewayUrl}/v1/webhooks/stripe`,
+    webhookSecret: STRIPE_WEBHOOK_SECRET,
+  });
+  t.after(() => stripe.stop());
+  const gateway = await startGateway({
+    port: gatewayPort,
+    databaseUrl: db.url,
+    stripeUrl: stripe.url,
+    env: {
+      PAINTLOCK_ALLOWED_ORIGINS: shop.url,
+      PAINTLOCK_SUCCESS_URL: `${shop.url}/success.html?session_id={CHECKOUT_SESSION_ID}`,
+      PAINTLOCK_CANCEL_URL: `${shop.url}/cancel.html`,
+      ...env,
+    },
+  });
+  t.after(() => gateway.stop());
+  return { db, shop, stripe, gateway, gatewayUrl };
+}
+
+/**
+ * One page per name, each in its own browser context (an independent buyer:
+ * en-GB, UTC, 1280x900), failing test `t` at its end if any page had a
+ * script error. Resolves to {name: page}.
+ */
+export async function openBuyers(t, browser, names, timeoutMs) {
+  const pages = {};
+  for (const name of names) {
+    const context = await browser.newContext({
+      locale: 'en-GB', timezoneId: 'UTC', viewport: { width: 1280, height: 900 },
+    });
+    const page = await context.newPage();
+    page.setDefaultTimeout(timeoutMs);
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    t.after(() => assert.deepEqual(errors, [], `${name}: no script errors on the page`));
+    pages[name] = page;
+  }
+  return pages;
 }
