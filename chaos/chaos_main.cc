@@ -27,6 +27,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "chaos/campaign.h"
 #include "chaos/checker.h"
@@ -201,26 +202,53 @@ int main(int argc, char** argv) {
   double minutes = 2;
   std::string out_dir = paintlock::testing::BuildDir() + "/chaos";
   bool dry_run = false;
-  for (int i = 1; i < argc; i += 2) {
+  const char* usage =
+      "usage: paintlock-chaos [--seed N] [--minutes M] [--out DIR] [--dry-run]\n"
+      "\n"
+      "A seeded fault campaign: a private PostgreSQL, the fake Stripe and two gateways,\n"
+      "buyers, webhooks and operator actions interleaved with the faults the seed draws;\n"
+      "then the invariant checker. Writes DIR/ledger-SEED.md and DIR/answers-SEED.jsonl.\n"
+      "\n"
+      "  --seed N     the schedule's seed (default: random, printed); the same seed\n"
+      "               replays the same steps at the same times\n"
+      "  --minutes M  how long the schedule runs, 0 < M <= 60 (default 2)\n"
+      "  --out DIR    where the ledger goes (default: build/chaos)\n"
+      "  --dry-run    print the schedule and exit\n"
+      "\n"
+      "Exit 0: every invariant held; 1: a violation (seed and history printed);\n"
+      "2: bad usage, or the rig could not be set up.\n";
+  for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::cout << usage;
+      return 0;
+    }
     if (flag == "--dry-run") {
       dry_run = true;
-      --i;
       continue;
+    }
+    if (flag != "--seed" && flag != "--minutes" && flag != "--out") {
+      std::cerr << "chaos: unknown option " << flag << "\n" << usage;
+      return 2;
     }
     if (i + 1 >= argc) {
       std::cerr << "chaos: " << flag << " needs a value\n";
       return 2;
     }
-    const std::string value = argv[i + 1];
-    if (flag == "--seed") {
-      if (!value.empty()) seed = std::stoull(value);
-    } else if (flag == "--minutes") {
-      minutes = std::stod(value);
-    } else if (flag == "--out") {
-      out_dir = value;
-    } else {
-      std::cerr << "usage: chaos [--seed N] [--minutes M] [--out DIR] [--dry-run]\n";
+    const std::string value = argv[++i];
+    try {
+      size_t used = 0;
+      if (flag == "--seed" && !value.empty()) {
+        seed = std::stoull(value, &used);
+        if (used != value.size()) throw std::invalid_argument(value);
+      } else if (flag == "--minutes") {
+        minutes = std::stod(value, &used);
+        if (used != value.size()) throw std::invalid_argument(value);
+      } else if (flag == "--out") {
+        out_dir = value;
+      }
+    } catch (const std::exception&) {
+      std::cerr << "chaos: " << flag << " takes a number, not '" << value << "'\n";
       return 2;
     }
   }

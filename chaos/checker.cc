@@ -213,7 +213,8 @@ class Checker {
       }
       for (const auto& p : it->second.paintings) tags.push_back(p);
       const std::string& state = it->second.state;
-      const int refunds = refunds_by_pi[pi];
+      const auto counted = refunds_by_pi.find(pi);  // find: [] would add a count of 0
+      const int refunds = counted == refunds_by_pi.end() ? 0 : counted->second;
       if (state == "sold") {
         if (refunds != 0) {
           out.violations.push_back({"session " + id + " is sold and also refunded " +
