@@ -268,8 +268,8 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   mkdir(out_dir.c_str(), 0755);
 
-  const CampaignShape shape;
   const std::int64_t duration_ms = static_cast<std::int64_t>(minutes * 60000);
+  const CampaignShape shape = ShapeFor(duration_ms);
   const std::vector<Step> steps = MakeSchedule(seed, duration_ms, shape);
 
   if (dry_run) {

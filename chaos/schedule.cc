@@ -122,14 +122,17 @@ class Generator {
     return steps_.back();
   }
 
-  std::vector<std::string> Cart() {
-    // Mostly one painting, sometimes two; a few hot paintings draw most buyers.
+  std::vector<std::string> Cart(std::int64_t t) {
+    // Mostly one painting, sometimes two, from the window at `t`; its first
+    // few (hot) paintings draw most buyers.
     std::set<std::string> cart;
     const int n = Chance(75) ? 1 : 2;
+    const int first = 1 + static_cast<int>(t * shape_.fresh_per_minute / 60000);
+    const int last = std::min(shape_.paintings, first + shape_.window - 1);
+    const int hot = first + std::max(3, shape_.window / 5) - 1;
     while (static_cast<int>(cart.size()) < n) {
-      const int hot = std::max(3, shape_.paintings / 5);
-      const int id = Chance(60) ? static_cast<int>(Between(1, hot))
-                                : static_cast<int>(Between(1, shape_.paintings));
+      const int id = Chance(60) ? static_cast<int>(Between(first, std::min(hot, last)))
+                                : static_cast<int>(Between(first, last));
       cart.insert("p" + std::to_string(id));
     }
     return {cart.begin(), cart.end()};
@@ -142,7 +145,7 @@ class Generator {
     const int roll = static_cast<int>(Between(1, 100));
     if (roll <= 38) {
       const int parent = Add(t, StepKind::kCheckout).index;
-      steps_[parent].paintings = Cart();
+      steps_[parent].paintings = Cart(t);
       const int fate = static_cast<int>(Between(1, 100));
       if (fate <= 30) {
         const int pay = Add(t + Between(300, 3000), StepKind::kPay, parent).index;
@@ -166,12 +169,12 @@ class Generator {
       // Otherwise the buyer walks away: the hold lapses by itself.
     } else if (roll <= 46) {
       const int parent = Add(t, StepKind::kReserve).index;
-      steps_[parent].paintings = Cart();
+      steps_[parent].paintings = Cart(t);
       steps_[parent].key = "chaos-" + std::to_string(parent);
       if (Chance(40)) Add(t + Between(200, 3000), StepKind::kDelete, parent);
     } else if (roll <= 51) {
       Step& s = Add(t, StepKind::kDisconnect);
-      s.paintings = Cart();
+      s.paintings = Cart(t);
       s.amount = Between(0, 400);
       s.b = Chance(30) ? 1 : 0;
     } else if (roll <= 59) {
@@ -265,6 +268,13 @@ class Generator {
 };
 
 }  // namespace
+
+CampaignShape ShapeFor(std::int64_t duration_ms) {
+  CampaignShape shape;
+  const std::int64_t minutes = (duration_ms + 59999) / 60000;
+  shape.paintings = shape.window + static_cast<int>(minutes) * shape.fresh_per_minute;
+  return shape;
+}
 
 std::vector<Step> MakeSchedule(std::uint64_t seed, std::int64_t duration_ms,
                                const CampaignShape& shape) {

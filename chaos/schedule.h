@@ -70,7 +70,12 @@ struct Step {
 };
 
 struct CampaignShape {
-  int paintings = 30;      // p1 … pN
+  int paintings = 30;      // the catalogue: p1 … pN (ShapeFor sizes it to the run)
+  // Buyers choose among `window` paintings (a few hot ones first), a window
+  // that moves on by `fresh_per_minute` a minute, so a long run never sells
+  // out and every minute has contention.
+  int window = 30;
+  int fresh_per_minute = 15;
   int accounts = 3;        // acct-0 …
   int quota_subjects = 4;  // subj-0 …
   int quota_limit = 5;
@@ -78,6 +83,10 @@ struct CampaignShape {
   int hold_seconds = 6;  // PAINTLOCK_HOLD_SECONDS of both gateways
   int stripe_timeout_ms = 1500;
 };
+
+// The default shape, with a catalogue big enough for the window to move for
+// `duration_ms`.
+CampaignShape ShapeFor(std::int64_t duration_ms);
 
 // Every step of a run of `duration_ms`, sorted by at_ms (ties by index).
 std::vector<Step> MakeSchedule(std::uint64_t seed, std::int64_t duration_ms,
