@@ -91,7 +91,10 @@ Rig::~Rig() {
   db_.reset();
   testing::RunToCompletion({script_, "stop", cluster_dir_}, {});
   testing::RunToCompletion(
-      {"/bin/sh", "-c", "rm -rf \"$(readlink -f \"$0/cluster\")\" \"$0\"", cluster_dir_}, {});
+      {"/bin/sh", "-c",
+       "rm -rf \"$(readlink -f \"$0/cluster\")\" \"$0\"; rmdir \"${0%/*}\" 2>/dev/null || true",
+       cluster_dir_},
+      {});  // and the run's folder, once empty
 }
 
 std::string Rig::GatewayBase(int gw) const {

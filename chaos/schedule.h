@@ -70,7 +70,7 @@ struct Step {
 };
 
 struct CampaignShape {
-  int paintings = 30;      // the catalogue: p1 … pN (ShapeFor sizes it to the run)
+  int paintings = 30;  // the catalogue: p1 … pN (ShapeFor sizes it to the run)
   // Buyers choose among `window` paintings (a few hot ones first), a window
   // that moves on by `fresh_per_minute` a minute, so a long run never sells
   // out and every minute has contention.
