@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_TYPE ?= RelWithDebInfo
 PG_DIR     := $(BUILD)/pg
 
-.PHONY: all deps build run test unit bench asan asan-build tsan tsan-build fuzz format format-check clean help
+.PHONY: all deps build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
 
 all: build
 
@@ -15,6 +15,7 @@ help:
 	@echo "make run     build and start PostgreSQL, the fake Stripe, the gateway and the demo shop"
 	@echo "make test    build and run every test (unit, integration, JS) through ctest"
 	@echo "make bench   gateway vs pgbench on the same SQL, side by side"
+	@echo "make chaos   seeded fault campaign with an invariant ledger (SEED=n MINUTES=m)"
 	@echo "make asan    tests under AddressSanitizer + UBSan (build-asan/)"
 	@echo "make tsan    tests under ThreadSanitizer (build-tsan/)"
 	@echo "make fuzz    each libFuzzer target for FUZZ_SECONDS (default 60; build-asan/)"
@@ -39,6 +40,14 @@ test: build
 
 bench: build
 	@bench/run.sh $(BUILD)
+
+# The seeded fault campaign (chaos/): two gateways, PostgreSQL and the fake
+# Stripe under faults the seed chooses, then the invariant checker. SEED empty:
+# a random seed, printed with the ledger (build/chaos/ledger-SEED.md).
+SEED    ?=
+MINUTES ?= 2
+chaos: build
+	@$(BUILD)/paintlock-chaos --seed "$(SEED)" --minutes $(MINUTES) --out $(BUILD)/chaos
 
 # Sanitizer builds: -O1 keeps the suite fast enough for CI, and -g1 (line
 # tables only) keeps the reports' file:line while compiling much faster than
