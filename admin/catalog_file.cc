@@ -8,7 +8,8 @@ namespace paintlock::admin {
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // One CSV record per line; fields may be quoted with "" escaping.
@@ -120,8 +121,9 @@ bool ParseCatalogFile(const std::string& path, const std::string& text,
           !p.value("title", nlohmann::json()).is_string() ||
           !p.value("price_minor", nlohmann::json()).is_number_integer() ||
           !p.value("currency", nlohmann::json()).is_string()) {
-        problems->push_back(where +
-                            ": needs id (string), title (string), price_minor (integer), currency (string)");
+        problems->push_back(
+            where +
+            ": needs id (string), title (string), price_minor (integer), currency (string)");
         continue;
       }
       parsed.push_back({p["id"].get<std::string>(), p["title"].get<std::string>(),

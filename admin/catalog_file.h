@@ -13,6 +13,7 @@ namespace paintlock::admin {
 // Parses `text`; the format is CSV when `path` ends in .csv, else JSON.
 // Returns false with one line per problem in *problems (entry and field named).
 bool ParseCatalogFile(const std::string& path, const std::string& text,
-                      std::vector<locks::CatalogueEntry>* entries, std::vector<std::string>* problems);
+                      std::vector<locks::CatalogueEntry>* entries,
+                      std::vector<std::string>* problems);
 
 }  // namespace paintlock::admin

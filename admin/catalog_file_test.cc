@@ -7,11 +7,13 @@ using namespace paintlock::admin;
 TEST_CASE("catalogue files in JSON and CSV") {
   std::vector<paintlock::locks::CatalogueEntry> entries;
   std::vector<std::string> problems;
-  REQUIRE(ParseCatalogFile("c.json", R"({"paintings":[{"id":"p1","title":"A","price_minor":100,"currency":"eur"}]})",
-                           &entries, &problems));
+  REQUIRE(ParseCatalogFile(
+      "c.json", R"({"paintings":[{"id":"p1","title":"A","price_minor":100,"currency":"eur"}]})",
+      &entries, &problems));
   CHECK(entries.size() == 1);
-  REQUIRE(ParseCatalogFile("c.csv", "currency,id,title,price_minor\neur,p1,\"Harbour, at \"\"Dawn\"\"\",4200\r\n",
-                           &entries, &problems));
+  REQUIRE(ParseCatalogFile(
+      "c.csv", "currency,id,title,price_minor\neur,p1,\"Harbour, at \"\"Dawn\"\"\",4200\r\n",
+      &entries, &problems));
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].title == "Harbour, at \"Dawn\"");
   CHECK(entries[0].price_minor == 4200);

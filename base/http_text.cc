@@ -1,9 +1,10 @@
 #include "base/http_text.h"
-#include "base/text.h"
 
 #include <openssl/crypto.h>
 
 #include <cctype>
+
+#include "base/text.h"
 
 namespace paintlock::base {
 

@@ -18,8 +18,8 @@
 // interleave.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 

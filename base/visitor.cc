@@ -1,5 +1,4 @@
 #include "base/visitor.h"
-#include "base/text.h"
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
@@ -8,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+
+#include "base/text.h"
 
 namespace paintlock::base {
 

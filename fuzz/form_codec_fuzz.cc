@@ -4,8 +4,8 @@
 // fields; PercentEncode emits only unreserved characters and %XX.
 #include <string>
 
-#include "fuzz/fuzz_support.h"
 #include "base/form.h"
+#include "fuzz/fuzz_support.h"
 
 using namespace paintlock;
 

@@ -1,11 +1,11 @@
 #include "gateway/config.h"
 
-#include "gateway/cors.h"
-#include "base/visitor.h"
-
 #include <cstdlib>
 #include <regex>
 #include <sstream>
+
+#include "base/visitor.h"
+#include "gateway/cors.h"
 
 namespace paintlock::gateway {
 
@@ -13,7 +13,8 @@ namespace {
 
 class Reader {
  public:
-  Reader(const base::EnvLookup& env, std::vector<std::string>* problems) : env_(env), problems_(problems) {}
+  Reader(const base::EnvLookup& env, std::vector<std::string>* problems)
+      : env_(env), problems_(problems) {}
 
   std::optional<std::string> Get(const std::string& name) { return env_(name); }
 
@@ -93,7 +94,8 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
       r.Problem("PAINTLOCK_LISTEN", "must be HOST:PORT such as 127.0.0.1:8080, got \"" + *v + "\"");
     } else {
       c.listen_host = m[1];
-      if (c.listen_host.front() == '[') c.listen_host = c.listen_host.substr(1, c.listen_host.size() - 2);
+      if (c.listen_host.front() == '[')
+        c.listen_host = c.listen_host.substr(1, c.listen_host.size() - 2);
       c.listen_port = std::stoi(m[2]);
       c.public_url = "http://" + std::string(m[1]) + ":" + std::string(m[2]);
     }
@@ -108,12 +110,16 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   c.success_url = c.public_url + "/shop/success.html?session_id={CHECKOUT_SESSION_ID}";
   c.cancel_url = c.public_url + "/shop/";
   if (auto v = r.Get("PAINTLOCK_SUCCESS_URL")) {
-    if (!IsHttpUrl(*v)) r.Problem("PAINTLOCK_SUCCESS_URL", "must be an http(s) URL");
-    else c.success_url = *v;
+    if (!IsHttpUrl(*v))
+      r.Problem("PAINTLOCK_SUCCESS_URL", "must be an http(s) URL");
+    else
+      c.success_url = *v;
   }
   if (auto v = r.Get("PAINTLOCK_CANCEL_URL")) {
-    if (!IsHttpUrl(*v)) r.Problem("PAINTLOCK_CANCEL_URL", "must be an http(s) URL");
-    else c.cancel_url = *v;
+    if (!IsHttpUrl(*v))
+      r.Problem("PAINTLOCK_CANCEL_URL", "must be an http(s) URL");
+    else
+      c.cancel_url = *v;
   }
 
   if (auto v = r.Get("STRIPE_SECRET_KEY")) {
@@ -131,7 +137,8 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
     c.stripe_webhook_secrets = SplitCommas(*v);
     for (const auto& s : c.stripe_webhook_secrets) {
       if (s.rfind("whsec_", 0) != 0) {
-        r.Problem("STRIPE_WEBHOOK_SECRET", "every secret must start with whsec_ (comma-separated list)");
+        r.Problem("STRIPE_WEBHOOK_SECRET",
+                  "every secret must start with whsec_ (comma-separated list)");
         break;
       }
     }
@@ -143,8 +150,10 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Seconds("STRIPE_WEBHOOK_TOLERANCE_SECONDS", 1, 3600, &c.webhook_tolerance);
 
   if (auto v = r.Get("PAINTLOCK_API_KEY")) {
-    if (v->size() < 16) r.Problem("PAINTLOCK_API_KEY", "must be at least 16 characters");
-    else c.api_key = *v;
+    if (v->size() < 16)
+      r.Problem("PAINTLOCK_API_KEY", "must be at least 16 characters");
+    else
+      c.api_key = *v;
   }
   r.Seconds("PAINTLOCK_HOLD_SECONDS", 1, 86400, &c.hold_ttl);
   r.Seconds("PAINTLOCK_SESSION_SECONDS", 1860, 86400, &c.session_ttl);
@@ -161,13 +170,16 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   c.max_body_bytes = static_cast<std::size_t>(max_body);
   if (auto v = r.Get("PAINTLOCK_STOREFRONT_DIR")) c.storefront_dir = *v;
   if (auto v = r.Get("PAINTLOCK_VISITOR_KEY")) {
-    if (v->size() < 16) r.Problem("PAINTLOCK_VISITOR_KEY", "must be at least 16 characters");
-    else c.visitor_key = *v;
+    if (v->size() < 16)
+      r.Problem("PAINTLOCK_VISITOR_KEY", "must be at least 16 characters");
+    else
+      c.visitor_key = *v;
   }
   if (auto v = r.Get("PAINTLOCK_TRUSTED_PROXIES")) {
     std::string bad;
     if (!base::ParseNetworks(*v, &bad)) {
-      r.Problem("PAINTLOCK_TRUSTED_PROXIES", "\"" + bad + "\" is not an IP address or CIDR network");
+      r.Problem("PAINTLOCK_TRUSTED_PROXIES",
+                "\"" + bad + "\" is not an IP address or CIDR network");
     } else {
       c.trusted_proxies = *v;
     }
@@ -183,8 +195,10 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   if (auto v = r.Get("PAINTLOCK_RATE_LIMITS")) {
     std::string bad;
     auto buckets = locks::ParseRateBuckets(*v, &bad);
-    if (!buckets) r.Problem("PAINTLOCK_RATE_LIMITS", bad);
-    else c.rate_buckets = locks::WithDefaultBuckets(std::move(*buckets));
+    if (!buckets)
+      r.Problem("PAINTLOCK_RATE_LIMITS", bad);
+    else
+      c.rate_buckets = locks::WithDefaultBuckets(std::move(*buckets));
   }
   if (auto v = r.Get("PAINTLOCK_CHECKOUT_RATE_LIMIT")) {
     if (*v != "on" && *v != "off") {
@@ -200,19 +214,25 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
     for (const auto& b : bad) r.Problem("PAINTLOCK_QUOTAS", b);
   }
   if (auto v = r.Get("PAINTLOCK_LICENSE_SECRET")) {
-    if (v->size() < 32) r.Problem("PAINTLOCK_LICENSE_SECRET", "must be at least 32 characters");
-    else c.license_secret = *v;
+    if (v->size() < 32)
+      r.Problem("PAINTLOCK_LICENSE_SECRET", "must be at least 32 characters");
+    else
+      c.license_secret = *v;
   }
   r.Seconds("PAINTLOCK_LICENSE_CACHE_SECONDS", 0, 3600, &c.license_cache_max_age);
   // CORS, the unavailable page, the availability stream.
   if (auto v = r.Get("PAINTLOCK_ALLOWED_ORIGINS")) {
     std::string bad;
-    if (auto origins = ParseAllowedOrigins(*v, &bad)) c.allowed_origins = std::move(*origins);
-    else r.Problem("PAINTLOCK_ALLOWED_ORIGINS", bad);
+    if (auto origins = ParseAllowedOrigins(*v, &bad))
+      c.allowed_origins = std::move(*origins);
+    else
+      r.Problem("PAINTLOCK_ALLOWED_ORIGINS", bad);
   }
   if (auto v = r.Get("PAINTLOCK_UNAVAILABLE_URL")) {
-    if (!IsHttpUrl(*v)) r.Problem("PAINTLOCK_UNAVAILABLE_URL", "must be an http(s) URL");
-    else c.unavailable_url = *v;
+    if (!IsHttpUrl(*v))
+      r.Problem("PAINTLOCK_UNAVAILABLE_URL", "must be an http(s) URL");
+    else
+      c.unavailable_url = *v;
   }
   r.Integer("PAINTLOCK_MAX_STREAMS", 0, 2000, "a whole number", &c.max_streams);
   r.Seconds("PAINTLOCK_STREAM_HEARTBEAT_SECONDS", 1, 300, &c.stream_heartbeat);

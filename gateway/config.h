@@ -29,10 +29,11 @@ struct Config {
     return o;
   }();
   std::string listen_host = "127.0.0.1";
-  int listen_port = 8080;  // 0: any free port (logged at start)
+  int listen_port = 8080;                            // 0: any free port (logged at start)
   std::string public_url = "http://127.0.0.1:8080";  // where buyers reach the gateway
-  std::string success_url;  // default: {public_url}/shop/success.html?session_id={CHECKOUT_SESSION_ID}
-  std::string cancel_url;   // default: {public_url}/shop/
+  std::string
+      success_url;  // default: {public_url}/shop/success.html?session_id={CHECKOUT_SESSION_ID}
+  std::string cancel_url;  // default: {public_url}/shop/
 
   // STRIPE_SECRET_KEY, STRIPE_API_BASE, STRIPE_CA_FILE (optional extra trust,
   // for tests), STRIPE_MAX_RETRIES, STRIPE_TIMEOUT_MS and STRIPE_DEADLINE_MS
@@ -74,7 +75,7 @@ struct Config {
   // Daily quotas per visitor (locks/QUOTAS.md), and the licences
   // that lift them. An empty licence secret: subscription webhooks answer 503.
   std::vector<locks::QuotaPolicy> quotas = locks::DefaultQuotaPolicies();  // PAINTLOCK_QUOTAS
-  std::string license_secret;                    // PAINTLOCK_LICENSE_SECRET, >= 32 chars
+  std::string license_secret;                      // PAINTLOCK_LICENSE_SECRET, >= 32 chars
   std::chrono::seconds license_cache_max_age{45};  // PAINTLOCK_LICENSE_CACHE_SECONDS
 
   // The storefront side (fixtures/storefront/README.md).
@@ -86,15 +87,15 @@ struct Config {
   std::chrono::seconds stream_heartbeat{15};  // PAINTLOCK_STREAM_HEARTBEAT_SECONDS
 
   // The HTTP edge (gateway/edge/edge_server.h).
-  std::chrono::seconds request_deadline{10};  // PAINTLOCK_REQUEST_DEADLINE_SECONDS: first byte → whole request
-  std::chrono::seconds idle_timeout{5};       // PAINTLOCK_IDLE_TIMEOUT_SECONDS: idle keep-alive
-  std::size_t max_header_bytes = 16 * 1024;   // PAINTLOCK_MAX_HEADER_BYTES
-  int max_connections = 4096;                 // PAINTLOCK_MAX_CONNECTIONS
-  int max_connections_per_address = 64;       // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
+  std::chrono::seconds request_deadline{
+      10};  // PAINTLOCK_REQUEST_DEADLINE_SECONDS: first byte → whole request
+  std::chrono::seconds idle_timeout{5};      // PAINTLOCK_IDLE_TIMEOUT_SECONDS: idle keep-alive
+  std::size_t max_header_bytes = 16 * 1024;  // PAINTLOCK_MAX_HEADER_BYTES
+  int max_connections = 4096;                // PAINTLOCK_MAX_CONNECTIONS
+  int max_connections_per_address = 64;      // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
   // PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS: how soon a lost publish heals.
   std::chrono::seconds availability_full_read{30};
 };
-
 
 // Reads every setting; each problem found is appended to *problems as one
 // line ("PAINTLOCK_HOLD_SECONDS: must be a whole number of seconds from 30 to

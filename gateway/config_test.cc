@@ -32,10 +32,10 @@ TEST_CASE("defaults need only a database and a Stripe key") {
 TEST_CASE("every problem is reported, one line each, without secrets") {
   std::vector<std::string> problems;
   ParseConfig(MapEnv({{"STRIPE_SECRET_KEY", "pk_live_secretish"},
-                   {"PAINTLOCK_HOLD_SECONDS", "7m"},
-                   {"PAINTLOCK_LISTEN", "8080"},
-                   {"STRIPE_WEBHOOK_SECRET", "whsec_a, nope"},
-                   {"PAINTLOCK_API_KEY", "short"}}),
+                      {"PAINTLOCK_HOLD_SECONDS", "7m"},
+                      {"PAINTLOCK_LISTEN", "8080"},
+                      {"STRIPE_WEBHOOK_SECRET", "whsec_a, nope"},
+                      {"PAINTLOCK_API_KEY", "short"}}),
               &problems);
   CHECK(problems.size() == 6);
   for (const auto& p : problems) CHECK(p.find("secretish") == std::string::npos);

@@ -21,7 +21,6 @@ namespace paintlock::gateway {
 
 // False (and the 401 written) unless the request carries the API key.
 
-
 void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
                          locks::CreditStore& credits);
 

@@ -1,10 +1,9 @@
 #include "gateway/limit_routes.h"
 
-#include "gateway/limit_requests.h"
-
 #include <cctype>
 
 #include "base/log.h"
+#include "gateway/limit_requests.h"
 
 namespace paintlock::gateway {
 

@@ -16,11 +16,11 @@
 
 #include <httplib.h>
 
+#include "base/visitor.h"
 #include "gateway/credit_routes.h"
 #include "gateway/http_errors.h"
-#include "gateway/middleware.h"
 #include "gateway/limit_routes_parsing.h"
-#include "base/visitor.h"
+#include "gateway/middleware.h"
 #include "locks/credits.h"
 #include "locks/leases.h"
 #include "locks/rate_limits.h"

@@ -77,7 +77,8 @@ TEST_CASE("rate limits: database trouble on these endpoints says nothing of pain
 
 TEST_CASE("checkout limit: a misconfigured or undecided take admits the checkout, never silently") {
   namespace locks = paintlock::locks;
-  const AdmitDecision unknown = DecideAdmission(locks::TakeOutcome{locks::UnknownBucket{"checkout"}});
+  const AdmitDecision unknown =
+      DecideAdmission(locks::TakeOutcome{locks::UnknownBucket{"checkout"}});
   CHECK(unknown.admit);
   CHECK(unknown.log_event == "checkout_rate_limit_misconfigured");
   const AdmitDecision over = DecideAdmission(locks::TakeOutcome{locks::CostOverCapacity{1, 0}});

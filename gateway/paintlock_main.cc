@@ -3,29 +3,29 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <atomic>
 #include <thread>
 
-#include "gateway/availability_stream.h"
-#include "gateway/availability_stream_listener.h"
-#include "checkout/checkout.h"
-#include "gateway/config.h"
-#include "base/wide_backlog_server.h"
 #include "base/log.h"
 #include "base/version.h"
+#include "base/wide_backlog_server.h"
+#include "checkout/checkout.h"
+#include "gateway/availability_stream.h"
+#include "gateway/availability_stream_listener.h"
+#include "gateway/config.h"
 #include "gateway/edge/edge_server.h"
 #include "gateway/limit_routes.h"
 #include "gateway/quota_routes.h"
 #include "gateway/server.h"
 #include "gateway/stripe_budget.h"
-#include "locks/health.h"
 #include "locks/audit.h"
 #include "locks/catalogue.h"
 #include "locks/credits.h"
 #include "locks/database.h"
+#include "locks/health.h"
 #include "locks/leases.h"
 #include "locks/licenses.h"
 #include "locks/migrator.h"
@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
   locks::AuditLog audit(*db);
   webhooks::Fulfilment fulfilment(*db, *stripe_client, config.delayed_payment_hold);
   checkout::CheckoutSettings settings;
-  settings.success_url = config.public_url + "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}";
+  settings.success_url =
+      config.public_url + "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}";
   settings.cancel_url = config.cancel_url;
   settings.session_ttl = config.session_ttl;
   checkout::ReleaseService release(*db, stripe_client.get(), &fulfilment, "gateway");
@@ -122,11 +123,13 @@ int main(int argc, char** argv) {
 
   const bool random_visitor_key = config.visitor_key.empty();
   const std::optional<std::string> visitor_key = base::VisitorKeyOrRandom(config.visitor_key);
-  if (!visitor_key) return Fail("cannot draw a random visitor key (the system's random source failed)");
+  if (!visitor_key)
+    return Fail("cannot draw a random visitor key (the system's random source failed)");
   if (random_visitor_key) {
     base::LogWarn("visitor_key_random",
-                  {{"why", "PAINTLOCK_VISITOR_KEY is not set: visitor ids differ between gateway "
-                           "processes and restarts, so per-visitor quotas and limits are per process"}});
+                  {{"why",
+                    "PAINTLOCK_VISITOR_KEY is not set: visitor ids differ between gateway "
+                    "processes and restarts, so per-visitor quotas and limits are per process"}});
   }
   std::string bad_network;
   const auto trusted_proxies = base::ParseNetworks(config.trusted_proxies, &bad_network);
@@ -143,8 +146,8 @@ int main(int argc, char** argv) {
   edge_options.unlimited_addresses = *trusted_proxies;
   edge_options.workers = config.http_threads;
   gateway::edge::EdgeServer server(edge_options);
-  gateway::Services services{health,      catalogue,      reservations, checkout,
-                             release,     fulfilment,     *stripe_client, visitors};
+  gateway::Services services{health,  catalogue,  reservations,   checkout,
+                             release, fulfilment, *stripe_client, visitors};
   // Credit holds, rate limits, leases, and the per-visitor checkout limit.
   locks::CreditStore credits(*db);
   locks::RateLimiter rate_limiter(*db, config.rate_buckets);
@@ -163,8 +166,10 @@ int main(int argc, char** argv) {
     return Fail("cannot check the quotas' time zones: " + f->detail);
   }
   for (const auto& zone : std::get<std::vector<std::string>>(unknown_zones)) {
-    std::fprintf(stderr, "paintlock: config: PAINTLOCK_QUOTAS: the database knows no time zone "
-                         "\"%s\" (names are case-sensitive: UTC, Europe/Paris)\n", zone.c_str());
+    std::fprintf(stderr,
+                 "paintlock: config: PAINTLOCK_QUOTAS: the database knows no time zone "
+                 "\"%s\" (names are case-sensitive: UTC, Europe/Paris)\n",
+                 zone.c_str());
   }
   if (!std::get<std::vector<std::string>>(unknown_zones).empty()) return 2;
   locks::LicenseStore license_store(*db);
@@ -176,8 +181,9 @@ int main(int argc, char** argv) {
   services.quotas = &quota_services;
   if (config.license_secret.empty()) {
     base::LogWarn("licenses_disabled",
-                     {{"why", "PAINTLOCK_LICENSE_SECRET is not set: customer.subscription.* "
-                              "webhooks answer 503 and no licence can be issued"}});
+                  {{"why",
+                    "PAINTLOCK_LICENSE_SECRET is not set: customer.subscription.* "
+                    "webhooks answer 503 and no licence can be issued"}});
   }
   // Live availability, fed by LISTEN/NOTIFY on a connection of its own.
   gateway::AvailabilityStreamOptions stream_options;
@@ -204,7 +210,8 @@ int main(int argc, char** argv) {
     base::LogWarn("listen_backlog_not_widened", {{"backlog", 5}});
   }
   if (port < 0) {
-    return Fail("cannot listen on " + config.listen_host + ":" + std::to_string(config.listen_port) +
+    return Fail("cannot listen on " + config.listen_host + ":" +
+                std::to_string(config.listen_port) +
                 " (in use, or not an address of this machine): set PAINTLOCK_LISTEN");
   }
 
@@ -220,17 +227,16 @@ int main(int argc, char** argv) {
     server.stop();
   });
 
-  base::LogInfo("listening",
-                   {{"address", config.listen_host + ":" + std::to_string(port)},
-                    {"port", port},
-                    {"public_url", config.public_url},
-                    {"stripe_api_base", config.stripe.api_base},
-                    {"hold_seconds", config.hold_ttl.count()},
-                    {"database", locks::RedactConnectionString(config.database.url)},
-                    {"reservations_api", !config.api_key.empty()}});
+  base::LogInfo("listening", {{"address", config.listen_host + ":" + std::to_string(port)},
+                              {"port", port},
+                              {"public_url", config.public_url},
+                              {"stripe_api_base", config.stripe.api_base},
+                              {"hold_seconds", config.hold_ttl.count()},
+                              {"database", locks::RedactConnectionString(config.database.url)},
+                              {"reservations_api", !config.api_key.empty()}});
   if (config.stripe_webhook_secrets.empty()) {
     base::LogWarn("webhooks_disabled",
-                     {{"why", "STRIPE_WEBHOOK_SECRET is not set: every webhook will be refused"}});
+                  {{"why", "STRIPE_WEBHOOK_SECRET is not set: every webhook will be refused"}});
   }
   server.listen_after_bind();  // returns once stop() has drained the workers
   listening_ended = true;

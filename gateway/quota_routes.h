@@ -24,9 +24,9 @@
 #include <optional>
 #include <string>
 
+#include "base/visitor.h"
 #include "gateway/config.h"
 #include "gateway/http_errors.h"
-#include "base/visitor.h"
 #include "locks/licenses.h"
 #include "locks/quotas.h"
 #include "webhooks/subscriptions.h"

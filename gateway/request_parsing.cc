@@ -57,7 +57,8 @@ bool ValidateCart(const std::vector<std::string>& paintings, std::string* error)
   std::set<std::string> seen;
   for (const auto& id : paintings) {
     if (!IsValidPaintingId(id)) {
-      *error = "\"" + PrintableExcerpt(id, 80) + "\" is not a painting id (1-64 letters, digits, '_', '.', '-').";
+      *error = "\"" + PrintableExcerpt(id, 80) +
+               "\" is not a painting id (1-64 letters, digits, '_', '.', '-').";
       return false;
     }
     if (!seen.insert(id).second) {

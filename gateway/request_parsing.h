@@ -23,7 +23,7 @@ std::string PrintableExcerpt(const std::string& text, std::size_t max_bytes);
 
 struct CartRequest {
   std::vector<std::string> paintings;
-  std::optional<std::string> buyer_ref;  // reservations API only
+  std::optional<std::string> buyer_ref;   // reservations API only
   std::optional<std::string> line_token;  // a place in a waiting line (locks/lines.h)
 };
 

@@ -39,7 +39,8 @@ TEST_CASE("carts are non-empty, without duplicates, at most 100") {
   CHECK(error.find("twice") != std::string::npos);
   CHECK(!ParseCartJson(R"({"paintings": ["a"], "buyer": "x"})", false, &error, &param));
   CHECK(param == "buyer");
-  auto with_buyer = ParseCartJson(R"({"paintings": ["a"], "buyer": "order-1"})", true, &error, &param);
+  auto with_buyer =
+      ParseCartJson(R"({"paintings": ["a"], "buyer": "order-1"})", true, &error, &param);
   REQUIRE(with_buyer);
   CHECK(*with_buyer->buyer_ref == "order-1");
   std::string many = "{\"paintings\": [";

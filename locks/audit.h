@@ -10,8 +10,8 @@
 namespace paintlock::locks {
 
 struct AuditEntry {
-  std::string actor;   // gateway, webhook, success_page, take_over, paintlockctl
-  std::string action;  // take_over_refused, release, refund, ...
+  std::string actor;           // gateway, webhook, success_page, take_over, paintlockctl
+  std::string action;          // take_over_refused, release, refund, ...
   std::string reservation_id;  // empty: none
   std::string painting_id;
   std::string session_id;

@@ -23,8 +23,8 @@ struct CatalogueEntry {
 
 struct PaintingView {
   CatalogueEntry entry;
-  std::string state;    // available | reserved | sold
-  std::string free_at;  // RFC 3339 when reserved, else empty
+  std::string state;            // available | reserved | sold
+  std::string free_at;          // RFC 3339 when reserved, else empty
   int retry_after_seconds = 0;  // when reserved: whole seconds until free_at
 };
 

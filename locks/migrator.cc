@@ -50,8 +50,9 @@ bool ApplyMigrations(const std::string& database_url, std::vector<MigrationStatu
         }
       } else {
         w.exec(m.sql);
-        w.exec_params("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",
-                      m.version, m.name, m.sql);
+        w.exec_params(
+            "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",
+            m.version, m.name, m.sql);
         status.applied_now = true;
       }
       w.commit();
@@ -60,7 +61,8 @@ bool ApplyMigrations(const std::string& database_url, std::vector<MigrationStatu
     }
     return true;
   } catch (const pqxx::broken_connection& e) {
-    *error = "cannot connect to PostgreSQL (" + RedactConnectionString(database_url) + "): " + e.what();
+    *error =
+        "cannot connect to PostgreSQL (" + RedactConnectionString(database_url) + "): " + e.what();
   } catch (const std::exception& e) {
     *error = std::string("migration failed: ") + e.what();
   }
@@ -76,7 +78,8 @@ int AppliedSchemaVersion(const std::string& database_url, std::string* error) {
     pqxx::result r = n.exec("SELECT coalesce(max(version), 0) FROM schema_migrations");
     return r[0][0].as<int>();
   } catch (const pqxx::broken_connection& e) {
-    *error = "cannot connect to PostgreSQL (" + RedactConnectionString(database_url) + "): " + e.what();
+    *error =
+        "cannot connect to PostgreSQL (" + RedactConnectionString(database_url) + "): " + e.what();
   } catch (const std::exception& e) {
     *error = std::string("cannot read the schema version: ") + e.what();
   }
@@ -103,7 +106,8 @@ bool PendingMigrations(const std::string& database_url, std::vector<std::string>
     }
     return true;
   } catch (const pqxx::broken_connection& e) {
-    *error = "cannot connect to PostgreSQL (" + RedactConnectionString(database_url) + "): " + e.what();
+    *error =
+        "cannot connect to PostgreSQL (" + RedactConnectionString(database_url) + "): " + e.what();
   } catch (const std::exception& e) {
     *error = std::string("cannot read the schema version: ") + e.what();
   }

@@ -10,7 +10,6 @@
 
 namespace paintlock::locks {
 
-
 std::optional<std::vector<RateBucket>> ParseRateBuckets(const std::string& list,
                                                         std::string* error) {
   // A decimal with at most 9 fraction digits: numeric in SQL takes it exactly.

@@ -22,6 +22,8 @@ TEST_CASE("reservation ids are canonical UUIDs") {
 TEST_CASE("connection strings lose their passwords before they are logged") {
   CHECK(RedactConnectionString("postgresql://alice:s3cret@db:5432/shop") ==
         "postgresql://alice:***@db:5432/shop");
-  CHECK(RedactConnectionString("host=db password=s3cret dbname=shop") == "host=db password=*** dbname=shop");
-  CHECK(RedactConnectionString("postgresql:///shop?host=/run/pg") == "postgresql:///shop?host=/run/pg");
+  CHECK(RedactConnectionString("host=db password=s3cret dbname=shop") ==
+        "host=db password=*** dbname=shop");
+  CHECK(RedactConnectionString("postgresql:///shop?host=/run/pg") ==
+        "postgresql:///shop?host=/run/pg");
 }

@@ -12,8 +12,8 @@ namespace paintlock::locks {
 const std::map<std::string, std::string>& SqlFiles();
 
 struct Migration {
-  int version = 0;     // from the file name's leading number
-  std::string name;    // the file name without ".sql"
+  int version = 0;   // from the file name's leading number
+  std::string name;  // the file name without ".sql"
   std::string sql;
 };
 // The migrations in version order.

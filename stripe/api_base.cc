@@ -1,5 +1,4 @@
 #include "stripe/api_base.h"
-#include "base/text.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+
+#include "base/text.h"
 
 namespace paintlock::stripe {
 

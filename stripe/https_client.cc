@@ -304,15 +304,15 @@ std::optional<StripeError> HttpsStripeClient::Call(const char* method, const std
                                                    std::string* body) {
   const auto start = std::chrono::steady_clock::now();
   auto left = [&] {
-    return options_.deadline - std::chrono::duration_cast<milliseconds>(
-                                   std::chrono::steady_clock::now() - start);
+    return options_.deadline -
+           std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
   };
   for (int attempt = 1;; ++attempt) {
     const milliseconds read_timeout = options_.deadline > milliseconds::zero()
                                           ? std::min(options_.read_timeout, left())
                                           : options_.read_timeout;
-    Exchange ex = SendOnce(std::max(read_timeout, milliseconds(1)), method, path, form_body,
-                           idempotency_key);
+    Exchange ex =
+        SendOnce(std::max(read_timeout, milliseconds(1)), method, path, form_body, idempotency_key);
     if (ex.status >= 200 && ex.status < 300) {
       *status = ex.status;
       *body = std::move(ex.body);
@@ -346,9 +346,9 @@ std::optional<StripeError> HttpsStripeClient::Call(const char* method, const std
         RetryDelay(attempt, options_.retry_base_delay, options_.retry_max_delay, NextUnitRandom());
     if (options_.deadline > milliseconds::zero() && delay >= left()) {
       base::LogWarn("stripe_deadline_reached", {{"method", method},
-                                                   {"path", path},
-                                                   {"attempts", attempt},
-                                                   {"deadline_ms", options_.deadline.count()}});
+                                                {"path", path},
+                                                {"attempts", attempt},
+                                                {"deadline_ms", options_.deadline.count()}});
       return error;
     }
     json fields = {

@@ -20,7 +20,8 @@ TEST_CASE("admin: holds lists the stuck ones first, filters them, and says what 
   Age(db, lapsed_open);
   auto [awaiting, awaiting_session] = Bought(shop, {"p3"});
   Pay(shop, awaiting_session, "unpaid");
-  REQUIRE(Eventually([&, awaiting = awaiting] { return State(db, awaiting) == "awaiting_payment"; }));
+  REQUIRE(
+      Eventually([&, awaiting = awaiting] { return State(db, awaiting) == "awaiting_payment"; }));
   // A take-over that found Stripe down: the second buyer is turned away, audited.
   auto [refused, refused_session] = Bought(shop, {"p4"});
   Age(db, refused);

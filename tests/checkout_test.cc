@@ -48,10 +48,13 @@ TEST_CASE("checkout creates a Stripe session priced from the catalogue") {
   CHECK(s["metadata"]["reservation_id"] == id);
   CHECK(s["mode"] == "payment");
   CHECK(s["expires_at"].get<long long>() >= static_cast<long long>(std::time(nullptr)) + 30 * 60);
-  CHECK(s["success_url"].get<std::string>().find("/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}") !=
-        std::string::npos);
-  json detail = Request(stripe.base(), "GET", "/v1/checkout/sessions/" + s["id"].get<std::string>() +
-                        "?expand[]=line_items", "", "", {{"Authorization", std::string("Bearer ") + kStripeKey}}).json;
+  CHECK(s["success_url"].get<std::string>().find(
+            "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}") != std::string::npos);
+  json detail =
+      Request(stripe.base(), "GET",
+              "/v1/checkout/sessions/" + s["id"].get<std::string>() + "?expand[]=line_items", "",
+              "", {{"Authorization", std::string("Bearer ") + kStripeKey}})
+          .json;
   REQUIRE(detail["line_items"]["data"].size() == 2);
   // The Idempotency-Key of the create is the reservation id.
   json creates = CreateRequests(stripe);
@@ -95,7 +98,9 @@ TEST_CASE("sold and unknown paintings are refused without a reservation") {
   CHECK(sold.json["code"] == "painting_sold");
   CHECK(sold.json["painting"] == "p9");
 
-  db.Exec("UPDATE painting_locks SET sold_until = now() + interval '24 hours' WHERE painting_id = 'p10'");
+  db.Exec(
+      "UPDATE painting_locks SET sold_until = now() + interval '24 hours' WHERE painting_id = "
+      "'p10'");
   CHECK(Checkout(gw, {"p10"}).json["code"] == "painting_sold");
   CHECK(Request(gw.base(), "GET", "/v1/paintings/p10").json["state"] == "sold");
 
@@ -125,15 +130,18 @@ TEST_CASE("bad requests get a clear 4xx and change nothing") {
   const std::vector<Case> cases = {
       {"empty cart", R"({"paintings": []})", "application/json", 400, "invalid_request"},
       {"duplicates", R"({"paintings": ["p1", "p1"]})", "application/json", 400, "invalid_request"},
-      {"101 items", json{{"paintings", hundred_and_one}}.dump(), "application/json", 400, "invalid_request"},
+      {"101 items", json{{"paintings", hundred_and_one}}.dump(), "application/json", 400,
+       "invalid_request"},
       {"malformed JSON", R"({"paintings": ["p1")", "application/json", 400, "invalid_request"},
       {"not an object", R"(["p1"])", "application/json", 400, "invalid_request"},
-      {"paintings not a list", R"({"paintings": "p1"})", "application/json", 400, "invalid_request"},
+      {"paintings not a list", R"({"paintings": "p1"})", "application/json", 400,
+       "invalid_request"},
       {"non-string id", R"({"paintings": [1]})", "application/json", 400, "invalid_request"},
       {"bad id", R"({"paintings": ["../etc"]})", "application/json", 400, "invalid_request"},
       {"no paintings field", R"({})", "application/json", 400, "invalid_request"},
       {"empty form", "", "application/x-www-form-urlencoded", 400, "invalid_request"},
-      {"bad escape in form", "painting=%zz", "application/x-www-form-urlencoded", 400, "invalid_request"},
+      {"bad escape in form", "painting=%zz", "application/x-www-form-urlencoded", 400,
+       "invalid_request"},
       {"wrong content type", "p1", "text/plain", 415, "unsupported_media_type"},
       {"huge body", std::string(200 * 1024, 'x'), "application/json", 413, "request_too_large"},
   };
@@ -207,7 +215,8 @@ TEST_CASE("Stripe down: 503 with Retry-After, the reservation released, the pain
   CHECK(r.json["code"] == "stripe_unavailable");
   CHECK(!r.Header("Retry-After").empty());
   CHECK(CreateRequests(stripe).size() == 3);
-  CHECK(db.Scalar("SELECT state || ':' || released_reason FROM reservations") == "released:stripe_unavailable");
+  CHECK(db.Scalar("SELECT state || ':' || released_reason FROM reservations") ==
+        "released:stripe_unavailable");
   CHECK(Request(gw.base(), "GET", "/v1/paintings/p3").json["state"] == "available");
   // Stripe is back: the next buyer gets it.
   CHECK(Checkout(gw, {"p3"}).status == 201);
@@ -216,7 +225,8 @@ TEST_CASE("Stripe down: 503 with Retry-After, the reservation released, the pain
 
 TEST_CASE("Stripe unreachable: 503, nothing held") {
   TestDatabase db;
-  Gateway gw(db, "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()), {{{"STRIPE_MAX_RETRIES", "1"}}});
+  Gateway gw(db, "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()),
+             {{{"STRIPE_MAX_RETRIES", "1"}}});
   Reply r = Checkout(gw, {"p4"});
   CHECK(r.status == 503);
   CHECK(r.json["code"] == "stripe_unavailable");
@@ -233,11 +243,14 @@ TEST_CASE("Stripe refusing the session: 502 stripe_error, the reservation releas
   CHECK(r.status == 502);
   CHECK(r.json["code"] == "stripe_error");
   CHECK(CreateRequests(stripe).size() == 1);  // a 400 is not retried
-  CHECK(db.Scalar("SELECT state || ':' || released_reason FROM reservations") == "released:stripe_error");
+  CHECK(db.Scalar("SELECT state || ':' || released_reason FROM reservations") ==
+        "released:stripe_error");
   CHECK(Request(gw.base(), "GET", "/v1/paintings/p5").json["state"] == "available");
 }
 
-TEST_CASE("a reservation that lapses and is taken while Stripe answers: session expired, buyer gets 409") {
+TEST_CASE(
+    "a reservation that lapses and is taken while Stripe answers: session expired, buyer gets "
+    "409") {
   TestDatabase db;
   FakeStripe stripe;
   Gateway gw(db, stripe.base(), {{{"STRIPE_TIMEOUT_MS", "10000"}}});
@@ -246,7 +259,9 @@ TEST_CASE("a reservation that lapses and is taken while Stripe answers: session 
   std::thread buyer([&] { slow = Checkout(gw, {"p6"}); });
   // While Stripe is slow, the hold lapses and another caller takes p6.
   REQUIRE(Eventually([&] { return db.Scalar("SELECT count(*) FROM reservations") == "1"; }));
-  db.Exec("UPDATE painting_locks SET held_until = now() - interval '1 second' WHERE painting_id = 'p6'");
+  db.Exec(
+      "UPDATE painting_locks SET held_until = now() - interval '1 second' WHERE painting_id = "
+      "'p6'");
   Reply other = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p6"}}}, ApiKeyHeader());
   REQUIRE(other.status == 201);
   buyer.join();
@@ -267,11 +282,14 @@ TEST_CASE("health and readiness") {
   CHECK(health.status == 200);
   CHECK(health.Header("X-Request-Id").size() >= 8);
   CHECK(Request(gw.base(), "GET", "/readyz").json["status"] == "ready");
-  Reply traced = Request(gw.base(), "GET", "/v1/paintings", "", "", {{"X-Request-Id", "trace-me-12345"}});
+  Reply traced =
+      Request(gw.base(), "GET", "/v1/paintings", "", "", {{"X-Request-Id", "trace-me-12345"}});
   CHECK(traced.Header("X-Request-Id") == "trace-me-12345");
   CHECK(traced.json["paintings"].size() == 12);
   // Every log line is a JSON object; the request's lines carry its id.
-  CHECK(Eventually([&] { return gw.process().Log().find("\"request_id\":\"trace-me-12345\"") != std::string::npos; }));
+  CHECK(Eventually([&] {
+    return gw.process().Log().find("\"request_id\":\"trace-me-12345\"") != std::string::npos;
+  }));
 }
 
 TEST_CASE("SIGTERM drains an in-flight request and exits cleanly") {

@@ -61,23 +61,27 @@ void RaceOverlappingCarts(TestDatabase& db, const std::vector<std::string>& base
     std::vector<Reply> replies(2);
     RunConcurrently(2, [&](int i) {
       const std::string& base = bases[(round + i) % bases.size()];
-      replies[i] = Reserve(base, i == 0 ? std::vector<std::string>{"A", "B"}
-                                        : std::vector<std::string>{"C", "B"});
+      replies[i] = Reserve(
+          base, i == 0 ? std::vector<std::string>{"A", "B"} : std::vector<std::string>{"C", "B"});
     });
     int granted = 0;
     for (const auto& r : replies) {
-      if (r.status == 201) ++granted;
-      else if (r.status != 409) ++server_errors;  // a deadlock would surface as 5xx
+      if (r.status == 201)
+        ++granted;
+      else if (r.status != 409)
+        ++server_errors;  // a deadlock would surface as 5xx
     }
     if (granted == 2) ++both_granted;
     if (granted == 0) ++none_granted;
     // No partial holds: exactly the winner's paintings are held.
     CHECK(db.Scalar("SELECT count(*) FROM painting_locks l JOIN reservations r ON r.id = l.holder "
-                    "WHERE r.state = 'held' AND l.held_until > now()") == std::to_string(granted * 2));
+                    "WHERE r.state = 'held' AND l.held_until > now()") ==
+          std::to_string(granted * 2));
     for (const auto& r : replies) {
       if (r.status == 201) {
-        Reply del = Request(bases[0], "DELETE", "/v1/reservations/" + r.json["reservation_id"].get<std::string>(),
-                            "", "", ApiKeyHeader());
+        Reply del = Request(bases[0], "DELETE",
+                            "/v1/reservations/" + r.json["reservation_id"].get<std::string>(), "",
+                            "", ApiKeyHeader());
         REQUIRE(del.status == 200);
       }
     }
@@ -115,9 +119,12 @@ TEST_CASE("many buyers on one painting across two gateways: exactly one wins") {
   std::atomic<int> created{0}, conflicts{0}, other{0};
   RunConcurrently(16, [&](int i) {
     Reply r = Reserve(i % 2 ? one.base() : two.base(), {"hot"});
-    if (r.status == 201) ++created;
-    else if (r.status == 409) ++conflicts;
-    else ++other;
+    if (r.status == 201)
+      ++created;
+    else if (r.status == 409)
+      ++conflicts;
+    else
+      ++other;
   });
   CHECK(created == 1);
   CHECK(conflicts == 15);
@@ -137,7 +144,8 @@ TEST_CASE("a lapsed hold is free again with no sweep having run") {
   // Age the hold in the database: nothing but the clock changes.
   db.Exec("UPDATE painting_locks SET held_until = now() - interval '1 second' WHERE holder = '" +
           first_id + "'");
-  db.Exec("UPDATE reservations SET held_until = now() - interval '1 second' WHERE id = '" + first_id + "'");
+  db.Exec("UPDATE reservations SET held_until = now() - interval '1 second' WHERE id = '" +
+          first_id + "'");
   CHECK(Request(gw.base(), "GET", "/v1/paintings/p3").json["state"] == "available");
 
   Reply second = Reserve(gw.base(), {"p3"});
@@ -154,8 +162,8 @@ TEST_CASE("a reservation reports its state and can be released once") {
   TestDatabase db;
   FakeStripe stripe;
   Gateway gw(db, stripe.base());
-  Reply r = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p5", "p4"}}, {"buyer", "order-17"}},
-                     ApiKeyHeader());
+  Reply r = PostJson(gw.base(), "/v1/reservations",
+                     {{"paintings", {"p5", "p4"}}, {"buyer", "order-17"}}, ApiKeyHeader());
   REQUIRE(r.status == 201);
   const std::string id = r.json["reservation_id"];
   CHECK(r.Header("Location") == "/v1/reservations/" + id);
@@ -172,15 +180,16 @@ TEST_CASE("a reservation reports its state and can be released once") {
   Reply del = Request(gw.base(), "DELETE", "/v1/reservations/" + id, "", "", ApiKeyHeader());
   CHECK(del.status == 200);
   CHECK(del.json["state"] == "released");
-  CHECK(Request(gw.base(), "DELETE", "/v1/reservations/" + id, "", "", ApiKeyHeader()).json["state"] ==
-        "released");
+  CHECK(Request(gw.base(), "DELETE", "/v1/reservations/" + id, "", "", ApiKeyHeader())
+            .json["state"] == "released");
   CHECK(Request(gw.base(), "GET", "/v1/paintings/p4").json["state"] == "available");
-  CHECK(db.Scalar("SELECT count(*) FROM audit_log WHERE action = 'release' AND reservation_id = '" + id +
-                  "'") == "1");
+  CHECK(db.Scalar("SELECT count(*) FROM audit_log WHERE action = 'release' AND reservation_id = '" +
+                  id + "'") == "1");
   CHECK(Request(gw.base(), "GET", "/v1/reservations/00000000-0000-0000-0000-000000000000", "", "",
                 ApiKeyHeader())
             .status == 404);
-  CHECK(Request(gw.base(), "GET", "/v1/reservations/not-a-uuid", "", "", ApiKeyHeader()).status == 404);
+  CHECK(Request(gw.base(), "GET", "/v1/reservations/not-a-uuid", "", "", ApiKeyHeader()).status ==
+        404);
   CheckInvariants(db);
 }
 

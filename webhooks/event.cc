@@ -37,7 +37,8 @@ std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* er
     e.subscription = DecodeSubscriptionObject(j, error);
     if (!e.subscription) return std::nullopt;
   }
-  if (auto it = j.find("created"); it != j.end() && it->is_number_integer()) e.created = it->get<std::int64_t>();
+  if (auto it = j.find("created"); it != j.end() && it->is_number_integer())
+    e.created = it->get<std::int64_t>();
   const nlohmann::json* object = nullptr;
   if (auto d = j.find("data"); d != j.end() && d->is_object()) {
     if (auto o = d->find("object"); o != d->end() && o->is_object()) object = &*o;
@@ -54,7 +55,8 @@ std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* er
     if (auto md = object->find("metadata"); md != object->end() && md->is_object()) {
       e.session.reservation_id = StringOr(*md, "reservation_id");
     }
-    if (e.session.reservation_id.empty()) e.session.reservation_id = StringOr(*object, "client_reference_id");
+    if (e.session.reservation_id.empty())
+      e.session.reservation_id = StringOr(*object, "client_reference_id");
   }
   if (IsHandledType(e.type) && (!e.is_checkout_session || e.session.session_id.empty())) {
     *error = "a " + e.type + " event must carry a checkout.session with an id";

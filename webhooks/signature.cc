@@ -88,11 +88,16 @@ SignatureCheck VerifySignature(std::string_view header, std::string_view payload
 
 const char* ToString(SignatureCheck c) {
   switch (c) {
-    case SignatureCheck::kValid: return "valid";
-    case SignatureCheck::kMissingHeader: return "missing Stripe-Signature header";
-    case SignatureCheck::kMalformedHeader: return "malformed Stripe-Signature header";
-    case SignatureCheck::kTimestampTooOld: return "signature timestamp outside the tolerance";
-    case SignatureCheck::kNoMatchingSignature: return "no v1 signature matches a configured secret";
+    case SignatureCheck::kValid:
+      return "valid";
+    case SignatureCheck::kMissingHeader:
+      return "missing Stripe-Signature header";
+    case SignatureCheck::kMalformedHeader:
+      return "malformed Stripe-Signature header";
+    case SignatureCheck::kTimestampTooOld:
+      return "signature timestamp outside the tolerance";
+    case SignatureCheck::kNoMatchingSignature:
+      return "no v1 signature matches a configured secret";
   }
   return "unknown";
 }

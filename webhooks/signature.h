@@ -24,9 +24,9 @@ std::string SignatureHeader(std::string_view secret, std::int64_t timestamp,
 
 enum class SignatureCheck {
   kValid,
-  kMissingHeader,     // header absent or empty
-  kMalformedHeader,   // no t= or no v1=
-  kTimestampTooOld,   // outside the tolerance (either direction)
+  kMissingHeader,    // header absent or empty
+  kMalformedHeader,  // no t= or no v1=
+  kTimestampTooOld,  // outside the tolerance (either direction)
   kNoMatchingSignature,
 };
 

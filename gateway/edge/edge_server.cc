@@ -20,8 +20,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "gateway/edge/request_framer.h"
 #include "base/log.h"
+#include "gateway/edge/request_framer.h"
 
 namespace paintlock::gateway::edge {
 
@@ -323,8 +323,9 @@ class EdgeServer::Core {
     std::lock_guard<std::mutex> lock(mu_);
     ++refused_since_log_;
     if (now - last_refusal_log_ < std::chrono::seconds(1)) return;
-    base::LogWarn("connections_refused",
-            {{"reason", reason}, {"refused", refused_since_log_}, {"open_connections", open_}});
+    base::LogWarn(
+        "connections_refused",
+        {{"reason", reason}, {"refused", refused_since_log_}, {"open_connections", open_}});
     refused_since_log_ = 0;
     last_refusal_log_ = now;
   }
@@ -616,7 +617,7 @@ class EdgeServer::Core {
     Conn* c = job.conn;
     if (ClientGone(c)) {
       base::LogInfo("client_gone_before_handler",
-              {{"method", job.method}, {"path", LoggablePath(job.target)}});
+                    {{"method", job.method}, {"path", LoggablePath(job.target)}});
       return {Message::kClose, c, nullptr};
     }
     bool draining;

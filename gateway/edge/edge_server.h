@@ -41,8 +41,8 @@
 #include <string>
 #include <vector>
 
-#include "base/wide_backlog_server.h"
 #include "base/visitor.h"
+#include "base/wide_backlog_server.h"
 
 namespace paintlock::gateway::edge {
 

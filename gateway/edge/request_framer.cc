@@ -1,8 +1,9 @@
 #include "gateway/edge/request_framer.h"
-#include "base/text.h"
 
 #include <algorithm>
 #include <cctype>
+
+#include "base/text.h"
 
 namespace paintlock::gateway::edge {
 
