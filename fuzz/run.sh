@@ -17,16 +17,16 @@ cd "$here"
 if (($#)); then
   targets=("$@")
 else
-  mapfile -t targets < <(cd "$build/fuzz" && ls -- *_fuzz 2>/dev/null | sed 's/_fuzz$//')
+  mapfile -t targets < <(cd "$build" && ls -- *_fuzz 2>/dev/null | sed 's/_fuzz$//')
 fi
-((${#targets[@]})) || { echo "fuzz: no targets in $build/fuzz (build with make asan-build)" >&2; exit 1; }
+((${#targets[@]})) || { echo "fuzz: no targets in $build (build with make asan-build)" >&2; exit 1; }
 
 mkdir -p "$build/fuzz-corpus" "$build/fuzz-crashes" "$build/fuzz-logs"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 
 run_one() {
-  local parser=$1 bin="$build/fuzz/$1_fuzz" corpus="$build/fuzz-corpus/$1"
+  local parser=$1 bin="$build/$1_fuzz" corpus="$build/fuzz-corpus/$1"
   mkdir -p "$corpus"
   local start=$SECONDS
   if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
