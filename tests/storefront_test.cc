@@ -302,7 +302,7 @@ TEST_CASE(
     CHECK(OpenStreams(gw) == kMax);
     StreamClient fifth(gw.port());
     CHECK(fifth.Status() == 503);
-    CHECK(fifth.body().find("\"code\":\"too_many_streams\"") != std::string::npos);
+    CHECK(fifth.WholeBody().find("\"code\":\"too_many_streams\"") != std::string::npos);
     CHECK(fifth.head().find("Retry-After: 10") != std::string::npos);
     // Idle streams get a comment line now and then, which is also how a
     // vanished client is found.

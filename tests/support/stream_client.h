@@ -70,7 +70,20 @@ class StreamClient {
     return status_;
   }
   const std::string& head() const { return head_; }
+  // What arrived of the body so far (a stream's events, as text).
   const std::string& body() const { return body_; }
+  // The whole body of an answer that is not a stream (its Content-Length),
+  // waiting up to 10 s for the rest: the head may arrive alone.
+  const std::string& WholeBody() {
+    const auto deadline = std::chrono::steady_clock::now() + milliseconds(10000);
+    Status();
+    const auto at = head_.find("Content-Length: ");
+    const size_t want =
+        at == std::string::npos ? std::string::npos : std::stoul(head_.substr(at + 16));
+    while (body_.size() < want && Pump(deadline)) {
+    }
+    return body_;
+  }
 
   // The first event after the one the previous WaitFor returned that
   // `matches`, received by now or within `timeout`: successive calls see
