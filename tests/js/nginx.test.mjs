@@ -35,7 +35,8 @@ async function startNginx({ port, upstreams, clientTimeout }) {
     .replace('{{UPSTREAM_SERVERS}}', upstreams.map((u) => `server ${u};`).join('\n    '))
     .replaceAll('{{LISTEN}}', `127.0.0.1:${port}`)
     .replaceAll('{{SERVER_NAME}}', 'localhost')
-    .replaceAll('{{CLIENT_TIMEOUT}}', clientTimeout);
+    .replaceAll('{{CLIENT_TIMEOUT}}', clientTimeout)
+    .replaceAll('{{ACCESS_LOG}}', path.join(prefix, 'paintlock.access.log'));
   fs.writeFileSync(path.join(prefix, 'paintlock.conf'), site);
   const user = process.getuid() === 0 ? 'user root;\n' : '';
   fs.writeFileSync(
@@ -63,6 +64,7 @@ async function startNginx({ port, upstreams, clientTimeout }) {
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    accessLog: () => fs.readFileSync(path.join(prefix, 'paintlock.access.log'), 'utf8'),
     async stop() {
       child.kill('SIGTERM'); // fast shutdown: open streams end now
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
@@ -197,6 +199,14 @@ test('through nginx: checkout, signed webhooks and the stream work; slow clients
     const log = fs.readFileSync(gateway.logPath, 'utf8');
     assert.equal(log.includes('/v1/slow-probe'), false, `a slow client reached ${gateway.url}`);
   }
+
+  // A line token in a query string (the stream's ?line_token=, the line's
+  // ?token=) is a secret: nginx's access log keeps the path, not the query.
+  const token = `plt_${'ab'.repeat(32)}`;
+  const asked = await fetch(`${base}/v1/paintings/p6/line?token=${token}`);
+  assert.equal(asked.status, 404); // a token no entry has
+  await eventually(() => nginx.accessLog().includes('/v1/paintings/p6/line'), { timeoutMs: 5_000 });
+  assert.equal(nginx.accessLog().includes(token), false, 'a line token reached the access log');
   // The gateways saw the buyer's address through X-Forwarded-For from a
   // trusted proxy, not nginx's: both gateways answered some requests.
   const served = [one, two].map((g) => fs.readFileSync(g.logPath, 'utf8').split('"event":"request"').length - 1);
