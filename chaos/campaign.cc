@@ -5,9 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <pqxx/pqxx>
-#include <sstream>
 #include <thread>
 
 namespace paintlock::chaos {
@@ -16,13 +14,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -66,7 +57,7 @@ Campaign::Campaign(Rig& rig, const std::vector<Step>& steps, const CampaignShape
       shape_(shape),
       interrupted_(interrupted),
       ledger_(steps.size()),
-      invariants_sql_(ReadFile(testing::SourceDir() + "/sql/checks/invariants.sql")) {}
+      invariants_sql_(testing::InvariantsSql()) {}
 
 std::int64_t Campaign::NowMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -

@@ -295,12 +295,7 @@ int main(int argc, char** argv) {
     campaign.Run(duration_ms);
     settle = campaign.Settle();
     in.database_url = rig->DatabaseUrl();
-    {
-      std::ifstream f(paintlock::testing::SourceDir() + "/sql/checks/invariants.sql");
-      std::stringstream ss;
-      ss << f.rdbuf();
-      in.invariants_sql = ss.str();
-    }
+    in.invariants_sql = paintlock::testing::InvariantsSql();
     in.stripe_sessions = Call(rig->StripeBase(), "GET", "/_test/sessions").json;
     in.stripe_refunds = Call(rig->StripeBase(), "GET", "/_test/refunds").json;
     if (!in.stripe_sessions.is_array()) in.stripe_sessions = nlohmann::json::array();

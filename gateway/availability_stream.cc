@@ -269,6 +269,9 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
   auto cursor = std::make_shared<Cursor>();
   cursor->after = ResumePoint(req.get_header_value("Last-Event-ID"));
   cursor->line = std::move(line);
+  // A new stream's first changes hold every painting, its line places too; a
+  // resumed one is owed its places whatever changed since.
+  const bool resumed = cursor->after > 0;
   base::LogInfo("stream_opened", {{"open_streams", OpenStreams()},
                                   {"resume_after", cursor->after},
                                   {"line_tokens", cursor->line.digests.size()}});
@@ -279,11 +282,11 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
     // the client is owed now); then the edge's reactor owns the connection.
     auto pushed = std::make_shared<Pushed>(*this, slot, cursor);
     res.set_chunked_content_provider(
-        "text/event-stream", [this, pushed, cursor](size_t, httplib::DataSink& sink) {
+        "text/event-stream", [this, pushed, cursor, resumed](size_t, httplib::DataSink& sink) {
           std::string out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
           Changes changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0));
           out += FormatChanges(options_.epoch, changes, cursor.get());
-          out += LineSnapshot(&cursor->line);
+          if (resumed) out += LineSnapshot(&cursor->line);
           cursor->last_write = std::chrono::steady_clock::now();
           if (sink.write(out.data(), out.size()) && !changes.closed) edge::DetachResponse(pushed);
           return false;  // httplib stops here; the reactor continues (or the stream ends)
@@ -291,14 +294,14 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
     return;
   }
   res.set_chunked_content_provider(
-      "text/event-stream", [this, slot, cursor](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, slot, cursor, resumed](size_t, httplib::DataSink& sink) {
         using std::chrono::steady_clock;
         std::string out;
         std::chrono::milliseconds wait{0};
         if (!cursor->started) {
           // Tell the client how soon to come back, and flush the headers.
           out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
-          out += LineSnapshot(&cursor->line);
+          if (resumed) out += LineSnapshot(&cursor->line);
           cursor->started = true;
         } else {
           // Return at least every second: httplib checks between calls whether

@@ -4,9 +4,7 @@
 // campaign that always says PASS would look just like a good one.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "chaos/checker.h"
 #include "chaos/schedule.h"
@@ -22,12 +20,9 @@ namespace {
 constexpr std::int64_t kTwentyMinutes = 20 * 60000;
 
 chaos::CheckInput Input(TestDatabase& db) {
-  std::ifstream f(SourceDir() + "/sql/checks/invariants.sql");
-  std::stringstream sql;
-  sql << f.rdbuf();
   chaos::CheckInput in;
   in.database_url = db.url();
-  in.invariants_sql = sql.str();
+  in.invariants_sql = InvariantsSql();
   in.stripe_sessions = json::array();
   in.stripe_refunds = json::array();
   in.shape = chaos::ShapeFor(60000);

@@ -192,9 +192,11 @@ std::string TestDatabase::Scalar(const std::string& sql) {
   return r[0][0].as<std::string>();
 }
 
+std::string InvariantsSql() { return ReadFile(SourceDir() + "/sql/checks/invariants.sql"); }
+
 std::vector<std::string> TestDatabase::InvariantViolations() {
   std::vector<std::string> out;
-  for (const auto& row : Exec(ReadFile(SourceDir() + "/sql/checks/invariants.sql"))) {
+  for (const auto& row : Exec(InvariantsSql())) {
     out.push_back(row[0].as<std::string>() + ": " + row[1].as<std::string>(""));
   }
   return out;

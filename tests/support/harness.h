@@ -42,6 +42,9 @@ class TestDatabase {
   std::string url_;
 };
 
+// The text of sql/checks/invariants.sql: one row per violated invariant.
+std::string InvariantsSql();
+
 // CHECKs that DESIGN.md's invariants hold (sql/checks/invariants.sql), naming
 // every violation. Integration tests end with it.
 void CheckInvariants(TestDatabase& db);
