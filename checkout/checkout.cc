@@ -112,8 +112,8 @@ CheckoutOutcome Checkout::AfterFailedAttach(const locks::Granted& granted,
                                             const stripe::CheckoutSession& session,
                                             const locks::DbFailure& failure) {
   // The hold is committed; whether the session is attached, only the
-  // database can say.
-  auto found = reservations_.Get(granted.reservation_id);
+  // database can say (once a failover has found it a primary).
+  auto found = reservations_.LookUp(granted.reservation_id);
   if (const auto* view = std::get_if<std::optional<locks::ReservationView>>(&found)) {
     if (*view && (*view)->stripe_session_id == session.id && (*view)->state == "held" &&
         (*view)->holds) {

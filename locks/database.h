@@ -39,6 +39,7 @@
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct DatabaseOptions {
   std::chrono::milliseconds statement_timeout{5000};
   std::chrono::milliseconds idle_in_transaction_timeout{10000};
   std::chrono::milliseconds acquire_timeout{5000};  // waiting for a free connection
+  // How long LookUpPatiently() keeps asking an unreachable database; longer than a failover
+  // (about 4-7 s measured, bench/reports/ha-cluster.md), shorter than a client's patience.
+  std::chrono::milliseconds outcome_lookup_patience{10000};
   std::string application_name = "paintlock";
 };
 
@@ -104,6 +108,26 @@ class Database {
   auto RunIdempotent(const char* what, F&& fn)
       -> DbResult<decltype(fn(std::declval<pqxx::connection&>()))> {
     return RunTyped(what, Effect::kIdempotent, std::forward<F>(fn));
+  }
+
+  // Calls `lookup` (a read returning DbResult<T>) until its answer is anything but
+  // kUnavailable or options().outcome_lookup_patience has passed, every 200 ms. For the
+  // look-up that settles a write whose connection died (may_have_committed): the answer must
+  // come from the database, and during a failover no server answers for a few seconds; each
+  // call finds whichever server is primary by then.
+  template <class F>
+  auto LookUpPatiently(F&& lookup) -> decltype(lookup()) {
+    constexpr std::chrono::milliseconds kRetry{200};
+    const auto deadline = std::chrono::steady_clock::now() + options_.outcome_lookup_patience;
+    for (;;) {
+      auto result = lookup();
+      const DbFailure* failure = std::get_if<DbFailure>(&result);
+      if (!failure || failure->kind != DbFailureKind::kUnavailable ||
+          std::chrono::steady_clock::now() + kRetry >= deadline) {
+        return result;
+      }
+      std::this_thread::sleep_for(kRetry);
+    }
   }
 
   const DatabaseOptions& options() const { return options_; }

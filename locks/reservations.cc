@@ -111,7 +111,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
 }
 
 ReserveOutcome ReservationStore::Recover(const std::string& id, const DbFailure& lost) {
-  auto found = Get(id);
+  auto found = LookUp(id);
   if (std::holds_alternative<DbFailure>(found)) return lost;  // still unknown: say so
   const auto& view = std::get<std::optional<ReservationView>>(found);
   if (!view) return DbFailure{DbFailureKind::kUnavailable, lost.detail};  // it never committed
@@ -154,6 +154,11 @@ DbResult<ReleaseOutcome> ReservationStore::Release(const std::string& reservatio
       db_.availability().ReservationChanged(reservation_id);
   }
   return released;
+}
+
+DbResult<std::optional<ReservationView>> ReservationStore::LookUp(
+    const std::string& reservation_id) {
+  return db_.LookUpPatiently([&] { return Get(reservation_id); });
 }
 
 DbResult<std::optional<ReservationView>> ReservationStore::Get(const std::string& reservation_id) {

@@ -102,12 +102,16 @@ class ReservationStore {
 
   // nullopt for an unknown id (or one that is not a UUID).
   DbResult<std::optional<ReservationView>> Get(const std::string& reservation_id);
+  // Get() for settling a write whose outcome was lost with its connection: while the
+  // database is unreachable (a failover) it asks again, for up to the pool's
+  // outcome_lookup_patience (Database::LookUpPatiently), before it gives up.
+  DbResult<std::optional<ReservationView>> LookUp(const std::string& reservation_id);
 
   std::chrono::seconds hold_ttl() const { return hold_ttl_; }
 
  private:
   // The connection broke while reserving under `id`: what the database says
-  // of it now. Granted if it committed and still holds; `lost` if the
+  // of it now (LookUp). Granted if it committed and still holds; `lost` if the
   // database cannot be asked.
   ReserveOutcome Recover(const std::string& id, const DbFailure& lost);
 

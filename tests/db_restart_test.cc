@@ -35,7 +35,14 @@ class PrivateCluster {
   }
   // A fast shutdown (every backend told to end) and a start on the same data.
   void Restart() {
-    REQUIRE(RunToCompletion({script_, "stop", dir_}, {}).exit_code == 0);
+    Stop();
+    Start();
+  }
+  // mode: fast (every backend told to end) or immediate (a crash).
+  void Stop(const std::string& mode = "fast") {
+    REQUIRE(RunToCompletion({script_, "stop", dir_, mode}, {}).exit_code == 0);
+  }
+  void Start() {
     CompletedProcess started = RunToCompletion({script_, "start", dir_}, {});
     REQUIRE_MESSAGE(started.exit_code == 0, started.err);
   }
@@ -59,6 +66,14 @@ std::string WaitingBackend(TestDatabase& db, const std::string& not_pid = "0") {
       "AND datname = current_database() AND wait_event_type = 'Lock' AND pid <> " +
       not_pid + " LIMIT 1");
 }
+
+// Joins a thread however the scope ends (a failed REQUIRE throws).
+struct Joiner {
+  std::thread& t;
+  ~Joiner() {
+    if (t.joinable()) t.join();
+  }
+};
 
 }  // namespace
 
@@ -127,13 +142,7 @@ TEST_CASE("db restart: a checkout whose connection breaks while attaching tells 
     std::thread buyer([&] {
       reply = PostJson(gw.base(), "/v1/checkout", {{"paintings", {painting}}});
     });
-    // Joined however this lambda ends (a failed REQUIRE throws).
-    struct Joiner {
-      std::thread& t;
-      ~Joiner() {
-        if (t.joinable()) t.join();
-      }
-    } joiner{buyer};
+    Joiner joiner{buyer};  // however this lambda ends (a failed REQUIRE throws)
     REQUIRE(Eventually([&] {
       return db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = '" + painting +
                        "'") == "1";
@@ -175,5 +184,52 @@ TEST_CASE("db restart: a checkout whose connection breaks while attaching tells 
           "0");
     CHECK(db.Scalar("SELECT state FROM painting_states WHERE id = 'p4'") == "available");
   }
+  CheckInvariants(db);
+}
+
+// A failover looks like this to a gateway: every connection dies, and for a few seconds no
+// server accepts one. A write whose connection died then must be settled by asking the
+// database once it answers again, not answered with a guess.
+TEST_CASE(
+    "db restart: a checkout whose attach dies with PostgreSQL waits for it, then tells the truth") {
+  PrivateCluster cluster;
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base(), {{{"PAINTLOCK_DB_LOCK_TIMEOUT_MS", "20000"}}});
+  // Stripe takes its time creating the session: the hold is committed by then.
+  stripe.Control("POST", "/_test/faults", {{"delay_next", 1}, {"delay_ms", 1000}});
+
+  Reply reply;
+  std::atomic<bool> answered{false};
+  std::thread buyer([&] {
+    reply = PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p5"}}});
+    answered = true;
+  });
+  Joiner joiner{buyer};
+  REQUIRE(Eventually([&] {
+    return db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = 'p5'") == "1";
+  }));
+  {
+    // The attach waits for this row lock, so it is in flight when PostgreSQL stops.
+    pqxx::connection blocker(db.url());
+    pqxx::work hold(blocker);
+    hold.exec(
+        "SELECT 1 FROM reservations r JOIN reservation_items i ON i.reservation_id = r.id "
+        "WHERE i.painting_id = 'p5' FOR UPDATE OF r");
+    REQUIRE(Eventually([&] { return !WaitingBackend(db).empty(); }));
+    // A crash: a fast shutdown could end the blocker first and let the attach commit.
+    cluster.Stop("immediate");
+  }
+  // While nothing answers, the gateway keeps asking instead of answering "a hold may remain".
+  CHECK(!Eventually([&] { return answered.load(); }, milliseconds(1500)));
+  cluster.Start();
+  buyer.join();
+  CAPTURE(reply.body);
+  // The hold was found unattached and released: "nothing was reserved" is now the truth.
+  CHECK(reply.status == 503);
+  CHECK(reply.json["message"].get<std::string>().find("Nothing was reserved") != std::string::npos);
+  CHECK(db.Scalar("SELECT count(*) FROM reservations r JOIN reservation_items i ON "
+                  "i.reservation_id = r.id WHERE i.painting_id = 'p5' AND r.state = 'held'") ==
+        "0");
   CheckInvariants(db);
 }
