@@ -288,6 +288,14 @@ HttpError ErrorFor(const locks::DbFailure& failure, Surface surface) {
                 "Please try again shortly.",
                 json::object(), 2};
       }
+      if (failure.may_have_committed) {
+        // "Nothing changed" would be a guess: the write may have committed.
+        return {503, "unavailable",
+                "The gateway lost its database part-way through: this may or may not have "
+                "taken effect. Check before you retry, or retry with the same Idempotency-Key "
+                "where the request takes one.",
+                json::object(), 2};
+      }
       return {503, "unavailable",
               surface == Surface::kPaintings
                   ? "The gateway cannot reach its database right now. Nothing was reserved or "

@@ -75,6 +75,21 @@ TEST_CASE("rate limits: database trouble on these endpoints says nothing of pain
             .status == 500);
 }
 
+TEST_CASE(
+    "database trouble: a write that may have committed is never answered \"nothing changed\"") {
+  namespace locks = paintlock::locks;
+  for (Surface surface : {Surface::kQuotas, Surface::kLimits, Surface::kWebhooks}) {
+    const HttpError sure =
+        ErrorFor(locks::DbFailure{locks::DbFailureKind::kUnavailable, "down"}, surface);
+    CHECK(sure.message.find("Nothing changed") != std::string::npos);
+    const HttpError unsure = ErrorFor(
+        locks::DbFailure{locks::DbFailureKind::kUnavailable, "connection lost", true}, surface);
+    CHECK(unsure.status == 503);
+    CHECK(unsure.message.find("Nothing changed") == std::string::npos);
+    CHECK(unsure.message.find("may or may not have taken effect") != std::string::npos);
+  }
+}
+
 TEST_CASE("checkout limit: a misconfigured or undecided take admits the checkout, never silently") {
   namespace locks = paintlock::locks;
   const AdmitDecision unknown =
