@@ -23,7 +23,8 @@
 //     probes the connection, which also has TCP keepalives and
 //     TCP_USER_TIMEOUT set.
 //   * A lost connection is dropped and reopened with backoff (250 ms,
-//     doubling, at most 30 s); meanwhile the sink hears nothing.
+//     doubling, at most 2 s, so a failover's new primary is found within 2 s of
+//     taking writes); meanwhile the sink hears nothing.
 // The connection has the pool's session settings (statement_timeout,
 // lock_timeout, idle_in_transaction_session_timeout). libpqxx exceptions
 // never leave this class: they are logged and end the connection.
@@ -78,7 +79,7 @@ struct AvailabilityFeedOptions {
   DatabaseOptions database;  // url and timeouts; pool_size is not used
   std::chrono::seconds full_read_interval{30};
   std::chrono::milliseconds first_backoff{250};
-  std::chrono::milliseconds max_backoff{30000};
+  std::chrono::milliseconds max_backoff{2000};
 };
 
 class AvailabilityFeed {
