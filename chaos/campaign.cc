@@ -300,6 +300,15 @@ void Campaign::Execute(const Step& s) {
         rig_.DelayNextWebhooks(static_cast<int>(s.amount), std::chrono::milliseconds(s.b));
         a.status = 1;
         break;
+      case StepKind::kKillPrimary:
+        if (auto k = rig_.KillPrimary()) {
+          a.status = 1;
+          a.body = {{"node", k->node}, {"killed_unix", k->at_unix}};
+        }
+        break;
+      case StepKind::kStartNode:
+        a.status = rig_.StartKilledNodes() ? 1 : 0;
+        break;
     }
   } catch (const std::exception& e) {
     // A step that throws (a harness check, a bad body) is recorded as skipped.
@@ -323,7 +332,7 @@ std::vector<std::string> Campaign::Settle() {
        {{"hold", false}, {"drop_next", 0}, {"duplicate_next", 0}});
   rig_.DelayNextWebhooks(0, 0ms);
   note("Stripe faults cleared, webhooks released, relay delays off");
-  rig_.EnsurePostgres();
+  note(rig_.EnsurePostgres() ? "PostgreSQL running" : "PostgreSQL DID NOT START");
   for (int gw = 0; gw < 2; ++gw) {
     note(std::string("gateway ") + (gw ? "B" : "A") +
          (rig_.StartGateway(gw) ? " running" : " DID NOT START"));

@@ -1,6 +1,6 @@
 // paintlock's seeded fault campaign (`make chaos SEED=… MINUTES=…`).
 //
-//   chaos [--seed N] [--minutes M] [--out DIR] [--dry-run: print the schedule only]
+//   chaos [--seed N] [--minutes M] [--out DIR] [--ha] [--dry-run: print the schedule only]
 //
 // Starts real processes (a private PostgreSQL, the fake Stripe, two gateways,
 // paintlockctl), runs the schedule the seed draws (buyers, webhooks, operator
@@ -9,7 +9,7 @@
 // every answer the clients received. Prints the ledger and writes it to
 // DIR/ledger-<seed>.md (every answer to DIR/answers-<seed>.jsonl). Exit 0: every
 // invariant held; 1: a violation (the seed and the shortest history are
-// printed); 2: the rig could not be set up.
+// printed); 2: the rig could not be set up; 77: --ha without Patroni and etcd installed.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <dirent.h>
 #include <doctest/doctest.h>
@@ -31,6 +31,7 @@
 
 #include "chaos/campaign.h"
 #include "chaos/checker.h"
+#include "chaos/failover.h"
 #include "chaos/rig.h"
 #include "chaos/schedule.h"
 
@@ -39,6 +40,10 @@ using namespace paintlock::chaos;
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+
+// The longest a gateway may take to acknowledge a write again after a primary kill.
+constexpr double kMaxOutageSeconds = 10;
+constexpr int kSkipped = 77;  // ctest's SKIP_RETURN_CODE of the HA entry
 
 void OnSignal(int) { g_interrupted = true; }
 
@@ -103,15 +108,16 @@ std::vector<std::string> History(const Violation& v, const std::vector<Answer>& 
   return out;
 }
 
-std::string RenderLedger(std::uint64_t seed, double minutes, const std::vector<Step>& steps,
-                         const std::vector<Answer>& answers, const std::vector<std::string>& settle,
-                         const Rig::RelayStats& relay, const std::vector<InvariantResult>& results,
+std::string RenderLedger(std::uint64_t seed, double minutes, bool ha,
+                         const std::vector<Step>& steps, const std::vector<Answer>& answers,
+                         const std::vector<std::string>& settle, const Rig::RelayStats& relay,
+                         const std::vector<InvariantResult>& results, const std::string& failover,
                          const std::string& out_dir) {
   std::ostringstream o;
-  o << "# paintlock chaos ledger\n\n";
+  o << "# paintlock chaos ledger" << (ha ? " (HA: Patroni cluster, primary kills)" : "") << "\n\n";
   o << "seed " << seed << ", " << minutes << " min; schedule of " << steps.size()
     << " steps, fingerprint " << std::hex << Fingerprint(steps) << std::dec << "\n";
-  o << "replay: make chaos SEED=" << seed << " MINUTES=" << minutes
+  o << "replay: make chaos SEED=" << seed << " MINUTES=" << minutes << (ha ? " HA=1" : "")
     << "  (the same steps at the same times; the wall-clock interleaving of concurrent "
        "clients may differ)\n\n";
 
@@ -148,7 +154,7 @@ std::string RenderLedger(std::uint64_t seed, double minutes, const std::vector<S
     << " held back (reordered), " << relay.unanswered << " found no gateway\n\n";
   o << "## settling\n";
   for (const auto& s : settle) o << "  " << s << "\n";
-  o << "\n## invariants\n";
+  o << "\n" << failover << "## invariants\n";
   int violations = 0;
   for (const auto& r : results) {
     violations += static_cast<int>(r.violations.size());
@@ -202,8 +208,9 @@ int main(int argc, char** argv) {
   double minutes = 2;
   std::string out_dir = paintlock::testing::BuildDir() + "/chaos";
   bool dry_run = false;
+  bool ha = false;
   const char* usage =
-      "usage: paintlock-chaos [--seed N] [--minutes M] [--out DIR] [--dry-run]\n"
+      "usage: paintlock-chaos [--seed N] [--minutes M] [--out DIR] [--ha] [--dry-run]\n"
       "\n"
       "A seeded fault campaign: a private PostgreSQL, the fake Stripe and two gateways,\n"
       "buyers, webhooks and operator actions interleaved with the faults the seed draws;\n"
@@ -213,10 +220,16 @@ int main(int argc, char** argv) {
       "               replays the same steps at the same times\n"
       "  --minutes M  how long the schedule runs, 0 < M <= 60 (default 2)\n"
       "  --out DIR    where the ledger goes (default: build/chaos)\n"
+      "  --ha         PostgreSQL is an etcd + 3 Patroni nodes cluster (fixtures/ha/cluster.sh)\n"
+      "               that gateways and paintlockctl reach through its multi-host URL; the\n"
+      "               faults kill its primary node (SIGKILL) and bring the node back; the\n"
+      "               ledger prints each gateway's outage and what was acknowledged and kept.\n"
+      "               Fails when a gateway needs more than 10 s to acknowledge a write again\n"
       "  --dry-run    print the schedule and exit\n"
       "\n"
       "Exit 0: every invariant held; 1: a violation (seed and history printed);\n"
-      "2: bad usage, or the rig could not be set up.\n";
+      "2: bad usage, or the rig could not be set up; 77: --ha, but Patroni or etcd\n"
+      "is not installed (fixtures/deps.sh --ha).\n";
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -225,6 +238,10 @@ int main(int argc, char** argv) {
     }
     if (flag == "--dry-run") {
       dry_run = true;
+      continue;
+    }
+    if (flag == "--ha") {
+      ha = true;
       continue;
     }
     if (flag != "--seed" && flag != "--minutes" && flag != "--out") {
@@ -257,7 +274,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::cout << "chaos: seed " << seed << ", " << minutes << " min (replay: make chaos SEED=" << seed
-            << " MINUTES=" << minutes << ")" << std::endl;
+            << " MINUTES=" << minutes << (ha ? " HA=1" : "") << ")" << std::endl;
 
   CloseInheritedOnExec();
   doctest::Context context;
@@ -269,7 +286,8 @@ int main(int argc, char** argv) {
   mkdir(out_dir.c_str(), 0755);
 
   const std::int64_t duration_ms = static_cast<std::int64_t>(minutes * 60000);
-  const CampaignShape shape = ShapeFor(duration_ms);
+  CampaignShape shape = ShapeFor(duration_ms);
+  shape.ha = ha;
   const std::vector<Step> steps = MakeSchedule(seed, duration_ms, shape);
 
   if (dry_run) {
@@ -278,6 +296,12 @@ int main(int argc, char** argv) {
     std::cout << steps.size() << " steps, fingerprint " << std::hex << Fingerprint(steps)
               << std::dec << std::endl;
     return 0;
+  }
+  if (ha && paintlock::testing::RunToCompletion(
+                {"/bin/sh", "-c", "command -v patroni && command -v etcd"}, {})
+                    .exit_code != 0) {
+    std::cout << "chaos: --ha needs patroni and etcd (fixtures/deps.sh --ha): skipped" << std::endl;
+    return kSkipped;
   }
   std::unique_ptr<Rig> rig;
   try {
@@ -290,6 +314,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> settle;
   CheckInput in;
   std::vector<InvariantResult> results;
+  std::string failover;
   Rig::RelayStats relay;
   try {
     campaign.Run(duration_ms);
@@ -300,11 +325,17 @@ int main(int argc, char** argv) {
     in.stripe_refunds = Call(rig->StripeBase(), "GET", "/_test/refunds").json;
     if (!in.stripe_sessions.is_array()) in.stripe_sessions = nlohmann::json::array();
     if (!in.stripe_refunds.is_array()) in.stripe_refunds = nlohmann::json::array();
+    in.stripe_events = Call(rig->StripeBase(), "GET", "/_test/events").json;
     in.answers = campaign.ledger().Done();
     in.sampled = campaign.sampled_violations();
     in.sampled_runs = campaign.sampled_runs();
     in.shape = shape;
     results = CheckEverything(in);
+    if (ha) {
+      FailoverReport report = CheckFailover(in, kMaxOutageSeconds, rig->NodeUrls());
+      failover = report.Render(kMaxOutageSeconds);
+      results.push_back(std::move(report.result));
+    }
     relay = rig->relay_stats();
   } catch (const std::exception& e) {
     // Whatever went wrong, every process still stops (below).
@@ -315,7 +346,7 @@ int main(int argc, char** argv) {
   rig.reset();  // every process stops here, the cluster included
 
   const std::string ledger =
-      RenderLedger(seed, minutes, steps, in.answers, settle, relay, results, out_dir);
+      RenderLedger(seed, minutes, ha, steps, in.answers, settle, relay, results, failover, out_dir);
   std::cout << ledger << std::flush;
   std::ofstream(out_dir + "/ledger-" + std::to_string(seed) + ".md") << ledger;
   WriteAnswers(out_dir + "/answers-" + std::to_string(seed) + ".jsonl", in.answers);

@@ -32,6 +32,7 @@ struct CheckInput {
   std::string invariants_sql;        // sql/checks/invariants.sql
   nlohmann::json stripe_sessions;    // GET /_test/sessions
   nlohmann::json stripe_refunds;     // GET /_test/refunds
+  nlohmann::json stripe_events;      // GET /_test/events (read by the HA check only)
   std::vector<Answer> answers;       // Ledger::Done()
   std::vector<std::string> sampled;  // invariants.sql violations seen while the campaign ran
   int sampled_runs = 0;

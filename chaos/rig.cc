@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <fstream>
+#include <pqxx/pqxx>
 #include <stdexcept>
 
 namespace paintlock::chaos {
@@ -36,6 +38,12 @@ HttpAnswer Call(const std::string& base, const std::string& method, const std::s
 
 namespace {
 
+// "postgresql://hosts/NAME?…" → NAME
+std::string DatabaseName(const std::string& url) {
+  const auto slash = url.find('/', url.find("://") + 3);
+  return url.substr(slash + 1, url.find('?', slash) - slash - 1);
+}
+
 std::map<std::string, std::string> GatewayEnv(const CampaignShape& shape) {
   return {
       {"PAINTLOCK_HOLD_SECONDS", std::to_string(shape.hold_seconds)},
@@ -55,32 +63,61 @@ std::map<std::string, std::string> GatewayEnv(const CampaignShape& shape) {
 
 Rig::Rig(const std::string& work_dir, const CampaignShape& shape)
     : cluster_dir_(work_dir + "/pg"),
-      script_(testing::SourceDir() + "/fixtures/pg-cluster.sh"),
+      script_(testing::SourceDir() +
+              (shape.ha ? "/fixtures/ha/cluster.sh" : "/fixtures/pg-cluster.sh")),
       shape_(shape) {
-  testing::CompletedProcess started =
-      testing::RunToCompletion({script_, "start", cluster_dir_}, {});
-  if (started.exit_code != 0) throw std::runtime_error("PostgreSQL did not start: " + started.err);
-  const std::string admin_url = started.out.substr(0, started.out.find('\n'));
-  setenv("PAINTLOCK_TEST_ADMIN_URL", admin_url.c_str(), 1);
-  std::map<std::string, long long> paintings;
-  for (int i = 1; i <= shape.paintings; ++i) paintings["p" + std::to_string(i)] = 1000 + 10 * i;
-  db_ = std::make_unique<testing::TestDatabase>(paintings);
+  // A constructor that throws runs no destructor: whatever started is stopped here.
+  try {
+    testing::CompletedProcess started = Cluster("start", {}, std::chrono::seconds(150));
+    if (started.exit_code != 0) {
+      throw std::runtime_error("PostgreSQL did not start: " + started.err);
+    }
+    const std::string admin_url = started.out.substr(0, started.out.find('\n'));
+    // HA: the shop's database is made on the primary alone. libpq does not try a multi-host
+    // URL's next host after a server's refusal, and a standby refuses a database it has not
+    // replayed yet ("does not exist"), so the URL is handed out once every node has it.
+    std::string create_url = admin_url;
+    if (shape.ha) {
+      const auto primary = Cluster("primary");
+      if (primary.exit_code != 0) throw std::runtime_error("no primary: " + primary.err);
+      create_url = "postgresql://" + primary.out.substr(0, primary.out.find('\n')) +
+                   "/postgres?user=postgres&connect_timeout=2";
+    }
+    setenv("PAINTLOCK_TEST_ADMIN_URL", create_url.c_str(), 1);
+    std::map<std::string, long long> paintings;
+    for (int i = 1; i <= shape.paintings; ++i) paintings["p" + std::to_string(i)] = 1000 + 10 * i;
+    db_ = std::make_unique<testing::TestDatabase>(paintings);
+    // The database is dropped (at the end) through whichever node is primary then.
+    setenv("PAINTLOCK_TEST_ADMIN_URL", admin_url.c_str(), 1);
+    database_url_ = db_->url();
+    if (shape.ha) {
+      const std::string name = DatabaseName(db_->url());
+      database_url_ = admin_url;
+      database_url_.replace(database_url_.find("/postgres?"), 10, "/" + name + "?");
+      if (!EveryNodeHas()) throw std::runtime_error("a standby never had the shop's database");
+    }
 
-  relay_.Post("/hook",
-              [this](const httplib::Request& req, httplib::Response& res) { Relay(req, res); });
-  relay_port_ = relay_.bind_to_any_port("127.0.0.1");
-  if (relay_port_ <= 0) throw std::runtime_error("the webhook relay could not bind");
-  relay_thread_ = std::thread([this] { relay_.listen_after_bind(); });
+    relay_.Post("/hook",
+                [this](const httplib::Request& req, httplib::Response& res) { Relay(req, res); });
+    relay_port_ = relay_.bind_to_any_port("127.0.0.1");
+    if (relay_port_ <= 0) throw std::runtime_error("the webhook relay could not bind");
+    relay_thread_ = std::thread([this] { relay_.listen_after_bind(); });
 
-  stripe_ = std::make_unique<testing::FakeStripe>(
-      "http://127.0.0.1:" + std::to_string(relay_port_) + "/hook");
-  for (int gw = 0; gw < 2; ++gw) {
-    gateway_ports_[gw] = testing::FreeLoopbackPort();
-    if (!StartGateway(gw)) throw std::runtime_error("a gateway did not start");
+    stripe_ = std::make_unique<testing::FakeStripe>(
+        "http://127.0.0.1:" + std::to_string(relay_port_) + "/hook");
+    for (int gw = 0; gw < 2; ++gw) {
+      gateway_ports_[gw] = testing::FreeLoopbackPort();
+      if (!StartGateway(gw)) throw std::runtime_error("a gateway did not start");
+    }
+  } catch (...) {
+    Stop();
+    throw;
   }
 }
 
-Rig::~Rig() {
+Rig::~Rig() { Stop(); }
+
+void Rig::Stop() {
   for (int gw = 0; gw < 2; ++gw) {
     std::lock_guard<std::mutex> lock(gateway_mu_[gw]);
     gateways_[gw].reset();
@@ -89,12 +126,22 @@ Rig::~Rig() {
   relay_.stop();
   if (relay_thread_.joinable()) relay_thread_.join();
   db_.reset();
-  testing::RunToCompletion({script_, "stop", cluster_dir_}, {});
+  Cluster("stop");
+  // And the run's folder, once empty; the cluster's data may live where a link points.
   testing::RunToCompletion(
       {"/bin/sh", "-c",
-       "rm -rf \"$(readlink -f \"$0/cluster\")\" \"$0\"; rmdir \"${0%/*}\" 2>/dev/null || true",
+       "for d in cluster ha; do [ -L \"$0/$d\" ] && rm -rf \"$(readlink -f "
+       "\"$0/$d\")\"; done; rm -rf \"$0\"; rmdir \"${0%/*}\" 2>/dev/null || true",
        cluster_dir_},
-      {});  // and the run's folder, once empty
+      {});
+}
+
+testing::CompletedProcess Rig::Cluster(const std::string& command,
+                                       const std::vector<std::string>& args,
+                                       std::chrono::seconds timeout) {
+  std::vector<std::string> argv = {script_, command, cluster_dir_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunToCompletion(argv, {}, timeout);
 }
 
 std::string Rig::GatewayBase(int gw) const {
@@ -117,8 +164,10 @@ bool Rig::StartGateway(int gw) {
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   while (std::chrono::steady_clock::now() < deadline) {
     try {
+      auto env = GatewayEnv(shape_);
+      env["DATABASE_URL"] = database_url_;
       gateways_[gw] = std::make_unique<testing::Gateway>(
-          *db_, stripe_->base(), testing::GatewayOptions{GatewayEnv(shape_), gateway_ports_[gw]});
+          *db_, stripe_->base(), testing::GatewayOptions{env, gateway_ports_[gw]});
       return true;
     } catch (const std::exception&) {
       // PostgreSQL restarting, or the port still closing: try again shortly.
@@ -129,18 +178,13 @@ bool Rig::StartGateway(int gw) {
 }
 
 bool Rig::RestartPostgres(bool immediate) {
+  if (shape_.ha) return false;  // a new cluster would be a new, empty database
   std::lock_guard<std::mutex> lock(pg_mu_);
-  // pg-cluster.sh stops with -m fast; an immediate stop is a crash (recovery at start).
-  const std::string stop_immediate =
-      "root=$(readlink -f \"$0/cluster\"); bin=/usr/lib/postgresql/15/bin; "
-      "if [ \"$(id -u)\" = 0 ]; then runuser -u postgres -- $bin/pg_ctl -D \"$root/data\" "
-      "-m immediate -w stop; else $bin/pg_ctl -D \"$root/data\" -m immediate -w stop; fi";
-  const auto stopped =
-      immediate ? testing::RunToCompletion({"/bin/sh", "-c", stop_immediate, cluster_dir_}, {})
-                : testing::RunToCompletion({script_, "stop", cluster_dir_}, {});
+  // An immediate stop is a crash (recovery at start).
+  const auto stopped = Cluster("stop", {immediate ? "immediate" : "fast"});
   // Start again whatever the stop said: the campaign must go on with a database.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (testing::RunToCompletion({script_, "start", cluster_dir_}, {}, 60s).exit_code == 0) {
+    if (Cluster("start").exit_code == 0) {
       return stopped.exit_code == 0;
     }
     std::this_thread::sleep_for(1s);
@@ -149,8 +193,64 @@ bool Rig::RestartPostgres(bool immediate) {
 }
 
 bool Rig::EnsurePostgres() {
+  if (shape_.ha) return StartKilledNodes() && Cluster("wait-ready", {"60"}, 70s).exit_code == 0;
   std::lock_guard<std::mutex> lock(pg_mu_);
-  return testing::RunToCompletion({script_, "start", cluster_dir_}, {}, 60s).exit_code == 0;
+  return Cluster("start").exit_code == 0;
+}
+
+std::optional<Rig::Kill> Rig::KillPrimary() {
+  std::lock_guard<std::mutex> lock(pg_mu_);
+  if (Cluster("wait-ready", {"30"}, 40s).exit_code != 0) return std::nullopt;
+  const testing::CompletedProcess killed = Cluster("kill-primary", {}, 20s);
+  if (killed.exit_code != 0) return std::nullopt;
+  // cluster.sh notes the moment just before its first SIGKILL.
+  std::ifstream at(cluster_dir_ + "/ha/last-kill");
+  Kill k;
+  if (!(at >> k.at_unix)) return std::nullopt;
+  k.node = killed.out.substr(0, killed.out.find('\n'));
+  return k;
+}
+
+std::vector<std::string> Rig::NodeUrls() const {
+  std::vector<std::string> urls;
+  if (!shape_.ha) return urls;
+  const std::string database = DatabaseName(database_url_);
+  std::ifstream ports(cluster_dir_ + "/ha/ports.env");
+  for (std::string line; std::getline(ports, line);) {
+    // pg1=PORT, pg2=PORT, pg3=PORT
+    if (line.size() > 4 && line.compare(0, 2, "pg") == 0 && line[3] == '=') {
+      urls.push_back("postgresql://127.0.0.1:" + line.substr(4) + "/" + database +
+                     "?user=postgres&connect_timeout=2");
+    }
+  }
+  return urls;
+}
+
+bool Rig::EveryNodeHas() const {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  for (const std::string& url : NodeUrls()) {
+    for (;;) {
+      try {
+        pqxx::connection c(url);
+        break;
+      } catch (const std::exception&) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(100ms);
+      }
+    }
+  }
+  return true;
+}
+
+bool Rig::StartKilledNodes() {
+  std::lock_guard<std::mutex> lock(pg_mu_);
+  return testing::RunToCompletion(
+             {"/bin/sh", "-c",
+              "for n in 1 2 3; do [ ! -f \"$1/ha/node$n/killed\" ] || \"$0\" start-node \"$1\" "
+              "$n || exit 1; done",
+              script_, cluster_dir_},
+             {}, 60s)
+             .exit_code == 0;
 }
 
 void Rig::DelayNextWebhooks(int n, std::chrono::milliseconds delay) {
@@ -203,7 +303,7 @@ testing::CompletedProcess Rig::Ctl(const std::vector<std::string>& args,
   std::vector<std::string> argv = {testing::BuildDir() + "/paintlockctl"};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::RunToCompletion(argv,
-                                  {{"DATABASE_URL", db_->url()},
+                                  {{"DATABASE_URL", database_url_},
                                    {"STRIPE_SECRET_KEY", testing::kStripeKey},
                                    {"STRIPE_API_BASE", stripe_->base()},
                                    {"STRIPE_TIMEOUT_MS", "2000"},

@@ -1,5 +1,7 @@
 // The processes a campaign runs against, all real and on loopback: a private
-// PostgreSQL cluster (fixtures/pg-cluster.sh), one database with the
+// PostgreSQL cluster (fixtures/pg-cluster.sh; with CampaignShape::ha an etcd and
+// three Patroni nodes, fixtures/ha/cluster.sh, reached by everyone through its
+// multi-host URL), one database with the
 // migrations and N paintings, the fake Stripe, two paintlock gateways on
 // that database, and a webhook relay that hands each event to one gateway
 // (alternating; the other if the first does not answer) and can hold events
@@ -18,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -45,13 +48,26 @@ class Rig {
 
   std::string GatewayBase(int gw) const;
   std::string StripeBase() const { return stripe_->base(); }
-  const std::string& DatabaseUrl() const { return db_->url(); }
+  // The shop's database; HA: through the multi-host URL, which finds the primary.
+  const std::string& DatabaseUrl() const { return database_url_; }
 
   // Faults. Each returns false when it could not be carried out.
   bool KillGateway(int gw);
-  bool StartGateway(int gw);  // no-op when it runs; retries for up to 20 s
-  bool RestartPostgres(bool immediate);
-  bool EnsurePostgres();  // starts the cluster if it is down
+  bool StartGateway(int gw);             // no-op when it runs; retries for up to 20 s
+  bool RestartPostgres(bool immediate);  // not in HA mode
+  bool EnsurePostgres();  // starts the cluster if it is down; HA: every node, and a sync standby
+
+  // HA mode. Waits (up to 30 s) for a primary with a sync standby, then SIGKILLs the primary
+  // node; nullopt when that could not be done.
+  struct Kill {
+    std::string node;    // the killed primary's host:port
+    double at_unix = 0;  // when the SIGKILL was sent (wall clock)
+  };
+  std::optional<Kill> KillPrimary();
+  bool StartKilledNodes();  // each rejoins as a replica
+  // The shop's database on each node by itself (no target_session_attrs): for looking at
+  // what each node serves. Empty outside HA mode.
+  std::vector<std::string> NodeUrls() const;
   void DelayNextWebhooks(int n, std::chrono::milliseconds delay);
 
   // paintlockctl with the gateways' environment.
@@ -66,7 +82,15 @@ class Rig {
  private:
   void Relay(const httplib::Request& req, httplib::Response& res);
 
-  std::string cluster_dir_, script_;
+  // Runs the cluster script with `args` after the command word and the cluster folder.
+  testing::CompletedProcess Cluster(const std::string& command,
+                                    const std::vector<std::string>& args = {},
+                                    std::chrono::seconds timeout = std::chrono::seconds(60));
+  void Stop();  // every process, the cluster included; safe to call twice
+  // HA: waits (up to 30 s) until the shop's database takes connections on every node.
+  bool EveryNodeHas() const;
+
+  std::string cluster_dir_, script_, database_url_;
   CampaignShape shape_;
   std::unique_ptr<testing::TestDatabase> db_;
   httplib::Server relay_;

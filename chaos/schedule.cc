@@ -74,6 +74,10 @@ const char* StepName(StepKind kind) {
       return "webhook_unhold";
     case StepKind::kWebhookDelay:
       return "webhook_delay";
+    case StepKind::kKillPrimary:
+      return "kill_primary";
+    case StepKind::kStartNode:
+      return "start_node";
   }
   return "?";
 }
@@ -99,6 +103,7 @@ class Generator {
     for (std::int64_t t = Between(1500, 3000); t < duration_ms_; t += Between(1500, 5500)) {
       AddFault(t);
     }
+    if (shape_.ha) AddFailovers();
     std::stable_sort(steps_.begin(), steps_.end(), [](const Step& a, const Step& b) {
       return a.at_ms != b.at_ms ? a.at_ms < b.at_ms : a.index < b.index;
     });
@@ -222,8 +227,32 @@ class Generator {
     }
   }
 
+  // Primary kills, spaced so the cluster has a sync standby again before the next (the kill
+  // step also waits for one), each followed by the killed node's return; and top-ups on
+  // both gateways every 200-400 ms, the writes that time each outage.
+  void AddFailovers() {
+    constexpr std::int64_t kFailoverRoom = 12000;  // a kill, its outage and the node's return
+    for (std::int64_t t = Between(12000, 16000); t + kFailoverRoom < duration_ms_;
+         t += Between(26000, 32000)) {
+      const int kill = Add(t, StepKind::kKillPrimary).index;
+      Add(t + Between(10000, 14000), StepKind::kStartNode, kill);
+    }
+    for (int gw = 0; gw < 2; ++gw) {
+      for (std::int64_t t = Between(100, 400); t < duration_ms_; t += Between(200, 400)) {
+        Step& s = Add(t, StepKind::kTopUp);
+        s.gw = gw;
+        s.key = "acct-probe";
+        s.holder = "probe-" + std::to_string(s.index);
+        s.amount = 1;
+      }
+    }
+  }
+
   void AddFault(std::int64_t t) {
     const int roll = static_cast<int>(Between(1, 100));
+    // The HA campaign times its outages against live gateways and one cluster: no gateway
+    // kill, no restart of a single server.
+    if (shape_.ha && roll <= 26) return;
     if (roll <= 14) {
       const int gw = static_cast<int>(Between(0, 1));
       Add(t, StepKind::kKillGateway).gw = gw;

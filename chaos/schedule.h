@@ -50,6 +50,9 @@ enum class StepKind {
   kWebhookHold,         // deliveries queue up until kWebhookUnhold (delayed, in order)
   kWebhookUnhold,
   kWebhookDelay,  // the next `amount` webhooks wait b ms in the relay (reordered)
+  // Faults of the highly available cluster (CampaignShape::ha).
+  kKillPrimary,  // once a sync standby is ready: SIGKILL the primary node (Patroni and PostgreSQL)
+  kStartNode,    // bring every killed node back (it rejoins as a replica)
 };
 
 const char* StepName(StepKind kind);
@@ -82,13 +85,19 @@ struct CampaignShape {
   int leases = 2;        // lease-0 …
   int hold_seconds = 6;  // PAINTLOCK_HOLD_SECONDS of both gateways
   int stripe_timeout_ms = 1500;
+  // The database is a Patroni cluster (fixtures/ha/cluster.sh) reached through a multi-host
+  // URL: the faults kill its primary node instead of restarting one PostgreSQL, no gateway is
+  // killed, and each gateway gets a top-up every few hundred ms, so an outage is measured
+  // to a fraction of a second.
+  bool ha = false;
 };
 
 // The default shape, with a catalogue big enough for the window to move for
 // `duration_ms`.
 CampaignShape ShapeFor(std::int64_t duration_ms);
 
-// Every step of a run of `duration_ms`, sorted by at_ms (ties by index).
+// Every step of a run of `duration_ms`, sorted by at_ms (ties by index). Without shape.ha the
+// schedule of a seed is the one it always was.
 std::vector<Step> MakeSchedule(std::uint64_t seed, std::int64_t duration_ms,
                                const CampaignShape& shape);
 

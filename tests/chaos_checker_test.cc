@@ -7,6 +7,7 @@
 #include <set>
 
 #include "chaos/checker.h"
+#include "chaos/failover.h"
 #include "chaos/schedule.h"
 #include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
@@ -131,4 +132,97 @@ TEST_CASE("chaos: the checker passes a clean shop and names every broken invaria
   CHECK(Report(results).find("p1 sold 2 times") != std::string::npos);
   CHECK(Report(results).find("pi_stray") != std::string::npos);
   CHECK(Report(results).find("acct-0: balance 500") != std::string::npos);
+}
+
+TEST_CASE(
+    "chaos: an HA schedule kills the primary twice in 75 s, spaced, with writes on both gateways") {
+  chaos::CampaignShape shape = chaos::ShapeFor(75000);
+  const auto plain = chaos::MakeSchedule(42, 75000, shape);
+  shape.ha = true;
+  const auto a = chaos::MakeSchedule(42, 75000, shape);
+  CHECK(chaos::Fingerprint(a) == chaos::Fingerprint(chaos::MakeSchedule(42, 75000, shape)));
+  CHECK(chaos::Fingerprint(a) != chaos::Fingerprint(plain));
+
+  std::vector<const chaos::Step*> kills;
+  std::int64_t last_probe[2] = {0, 0}, widest_gap[2] = {0, 0};
+  for (const chaos::Step& s : a) {
+    CHECK_MESSAGE(s.kind != chaos::StepKind::kKillGateway, chaos::Describe(s));
+    CHECK_MESSAGE(s.kind != chaos::StepKind::kPgRestartFast, chaos::Describe(s));
+    CHECK_MESSAGE(s.kind != chaos::StepKind::kPgRestartImmediate, chaos::Describe(s));
+    if (s.kind == chaos::StepKind::kKillPrimary) kills.push_back(&s);
+    if (s.kind == chaos::StepKind::kStartNode) {
+      REQUIRE(!kills.empty());
+      CHECK(s.parent == kills.back()->index);         // each kill's node comes back
+      CHECK(s.at_ms >= kills.back()->at_ms + 10000);  // once the failover is over
+    }
+    if (s.kind == chaos::StepKind::kTopUp && s.key == "acct-probe") {
+      widest_gap[s.gw] = std::max(widest_gap[s.gw], s.at_ms - last_probe[s.gw]);
+      last_probe[s.gw] = s.at_ms;
+    }
+  }
+  REQUIRE(kills.size() == 2);
+  CHECK(kills[1]->at_ms - kills[0]->at_ms >= 26000);
+  for (int gw = 0; gw < 2; ++gw) {
+    CHECK(widest_gap[gw] <= 400);
+    CHECK(last_probe[gw] >= 74000);
+  }
+}
+
+TEST_CASE("chaos: the failover check times each gateway's outage and finds a lost write") {
+  auto answer = [](chaos::StepKind kind, int gw, double started, double ended, int status) {
+    chaos::Answer a;
+    a.step.kind = kind;
+    a.step.index = static_cast<int>(started * 10);
+    a.step.gw = gw;
+    a.started_unix = started;
+    a.ended_unix = ended;
+    a.status = status;
+    return a;
+  };
+  std::vector<chaos::Answer> answers;
+  chaos::Answer kill = answer(chaos::StepKind::kKillPrimary, 0, 1000, 1000.2, 1);
+  kill.body = {{"node", "127.0.0.1:5"}, {"killed_unix", 1000.1}};
+  answers.push_back(kill);
+  // Gateway A: a write acknowledged after the kill that began before it does not count; a
+  // 503, then the first acknowledged write 6.5 s after the kill.
+  answers.push_back(answer(chaos::StepKind::kTopUp, 0, 999.9, 1000.5, 200));
+  answers.push_back(answer(chaos::StepKind::kCreditHold, 0, 1001, 1001.1, 503));
+  answers.push_back(answer(chaos::StepKind::kQuotaConsume, 0, 1003, 1006.6, 200));
+  answers.push_back(answer(chaos::StepKind::kTopUp, 0, 1005, 1007, 200));
+  // Gateway B: a success page is no write; its writes all fail.
+  answers.push_back(answer(chaos::StepKind::kSuccessPage, 1, 1002, 1002.5, 200));
+  answers.push_back(answer(chaos::StepKind::kTopUp, 1, 1002, 1014, 0));
+
+  const auto kills = chaos::MeasureOutages(answers);
+  REQUIRE(kills.size() == 1);
+  REQUIRE(kills[0].injected);
+  REQUIRE(kills[0].gateway[0].seconds.has_value());
+  CHECK(*kills[0].gateway[0].seconds == doctest::Approx(6.5));
+  CHECK(kills[0].gateway[0].failed_meanwhile == 1);
+  CHECK(!kills[0].gateway[1].seconds.has_value());
+  CHECK(kills[0].gateway[1].failed_meanwhile == 1);
+
+  TestDatabase db;
+  chaos::CheckInput in = Input(db);
+  in.answers = answers;
+  chaos::Answer told = answer(chaos::StepKind::kCheckout, 0, 999, 999.5, 201);
+  told.reservation_id = "00000000-0000-4000-8000-000000000002";
+  in.answers.push_back(told);
+  const std::string kept = Reserve(db, "p1");
+  chaos::Answer granted = answer(chaos::StepKind::kReserve, 1, 998, 998.5, 201);
+  granted.reservation_id = kept;
+  in.answers.push_back(granted);
+  const chaos::FailoverReport report = chaos::CheckFailover(in, 10);
+  const std::string text = report.Render(10);
+  INFO(text);
+  REQUIRE(report.tallies.size() == 4);
+  CHECK(report.tallies[0].acknowledged == 2);
+  CHECK(report.tallies[0].before_kill == std::vector<int>{2});
+  CHECK(report.tallies[0].lost == std::vector<std::string>{told.reservation_id});
+  std::string violations;
+  for (const auto& v : report.result.violations) violations += v.detail + "\n";
+  CHECK(violations.find("gateway B acknowledged no write") != std::string::npos);
+  CHECK(violations.find(told.reservation_id + " is lost") != std::string::npos);
+  CHECK(violations.find("gateway A") == std::string::npos);  // 6.5 s is within 10 s
+  CHECK(text.find("gateway A: outage 6.50 s") != std::string::npos);
 }
