@@ -47,6 +47,12 @@ locks::Database* AdminEnvironment::Database(std::string* error) {
   options.lock_timeout = std::chrono::seconds(5);
   options.statement_timeout = std::chrono::seconds(120);
   options.idle_in_transaction_timeout = std::chrono::seconds(60);
+  if (auto mode = lookup_("PAINTLOCK_DB_STATEMENTS")) {
+    if (!locks::ParseStatementMode(*mode, &options.statements)) {
+      *error = "PAINTLOCK_DB_STATEMENTS must be named or unnamed, got \"" + *mode + "\"";
+      return nullptr;
+    }
+  }
   database_ = locks::Database::Open(options, error);
   return database_.get();
 }
