@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_TYPE ?= RelWithDebInfo
 PG_DIR     := $(BUILD)/pg
 
-.PHONY: all deps build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
+.PHONY: all deps test-deps build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
 
 all: build
 
@@ -25,6 +25,10 @@ help:
 deps:
 	@fixtures/deps.sh --npm
 
+# The tests also start Patroni, etcd, PgBouncer and haproxy (fixtures/ha/).
+test-deps:
+	@fixtures/deps.sh --npm --ha
+
 $(BUILD)/Makefile: CMakeLists.txt
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) $(CMAKE_EXTRA) >/dev/null
 
@@ -35,7 +39,7 @@ run: build
 	@fixtures/run-demo.sh $(BUILD)
 
 # The tests start their own databases in a private cluster under $(BUILD)/pg.
-test: build
+test: test-deps build
 	@BUILD=$(BUILD) fixtures/run-tests.sh
 
 bench: build

@@ -288,6 +288,15 @@ HttpError ErrorFor(const locks::DbFailure& failure, Surface surface) {
                 "Please try again shortly.",
                 json::object(), 2};
       }
+      if (failure.may_have_committed) {
+        // The write reached the database and the connection broke before its
+        // answer: "nothing changed" could be a lie.
+        return {503, "outcome_unknown",
+                "The gateway lost its database part-way through: this change may or may not "
+                "have been made. Read it back (GET) before you retry; a credit hold that was "
+                "made lapses at its TTL unless committed.",
+                json::object(), 2};
+      }
       return {503, "unavailable",
               surface == Surface::kPaintings
                   ? "The gateway cannot reach its database right now. Nothing was reserved or "

@@ -75,6 +75,20 @@ TEST_CASE("rate limits: database trouble on these endpoints says nothing of pain
             .status == 500);
 }
 
+TEST_CASE("a write whose answer was lost with the connection is not told as nothing changed") {
+  namespace locks = paintlock::locks;
+  locks::DbFailure lost{locks::DbFailureKind::kUnavailable, "server closed the connection", true};
+  for (auto surface : {Surface::kLimits, Surface::kQuotas, Surface::kWebhooks}) {
+    HttpError e = ErrorFor(lost, surface);
+    CHECK(e.status == 503);
+    CHECK(e.code == "outcome_unknown");
+    CHECK(e.message.find("Nothing changed") == std::string::npos);
+    CHECK(e.message.find("server closed") == std::string::npos);
+  }
+  locks::DbFailure refused{locks::DbFailureKind::kUnavailable, "connection refused"};
+  CHECK(ErrorFor(refused, Surface::kLimits).code == "unavailable");
+}
+
 TEST_CASE("checkout limit: a misconfigured or undecided take admits the checkout, never silently") {
   namespace locks = paintlock::locks;
   const AdmitDecision unknown =
