@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_TYPE ?= RelWithDebInfo
 PG_DIR     := $(BUILD)/pg
 
-.PHONY: all deps test-deps build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
+.PHONY: all deps test-deps package build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
 
 all: build
 
@@ -21,9 +21,14 @@ help:
 	@echo "make fuzz    each libFuzzer target for FUZZ_SECONDS (default 60; build-asan/)"
 	@echo "make format  clang-format every C++ file"
 	@echo "make format-check  fail if a C++ file is not clang-formatted (CI runs it)"
+	@echo "make package  the Debian package (build/paintlock_VERSION_ARCH.deb)"
 
 deps:
 	@fixtures/deps.sh --npm
+
+# The Debian package: $(BUILD)/paintlock_VERSION_ARCH.deb (cmake/package.cmake).
+package: build
+	@cd $(BUILD) && cpack -G DEB >/dev/null && ls -1 $$PWD/paintlock_*.deb
 
 # The tests also start Patroni, etcd, PgBouncer and haproxy (fixtures/ha/).
 test-deps:
