@@ -3,11 +3,12 @@
 // hand each transaction any server connection. Through PgBouncer itself the
 // HA campaign runs it (chaos/); here: what each mode leaves on a connection,
 // and a whole sale, credit hold and paintlockctl run in unnamed mode.
+#include "locks/statements.h"
+
 #include <doctest/doctest.h>
 
 #include "locks/database.h"
 #include "locks/health.h"
-#include "locks/statements.h"
 #include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
 
@@ -76,8 +77,8 @@ TEST_CASE("statements: a sale, a credit hold and paintlockctl work with unnamed 
   Reply hold = PostJson(base, "/v1/accounts/acct_s/holds", {{"amount", 60}, {"ttl_seconds", 60}},
                         ApiKeyHeader());
   REQUIRE(hold.status == 201);
-  Reply second = PostJson(base, "/v1/accounts/acct_s/holds",
-                          {{"amount", 60}, {"ttl_seconds", 60}}, ApiKeyHeader());
+  Reply second = PostJson(base, "/v1/accounts/acct_s/holds", {{"amount", 60}, {"ttl_seconds", 60}},
+                          ApiKeyHeader());
   CHECK(second.status == 409);
   Reply commit =
       Request(base, "POST", "/v1/holds/" + hold.json["hold_id"].get<std::string>() + "/commit", "",
