@@ -23,14 +23,15 @@ help:
 	@echo "make format-check  fail if a C++ file is not clang-formatted (CI runs it)"
 	@echo "make package  the Debian package (build/paintlock_VERSION_ARCH.deb)"
 
+# What building and `make run` need; test-deps adds the test, sanitizer, packaging
+# and HA tools (Chromium, nginx, clang, Node.js and npm ci, Patroni, PgBouncer, …).
 deps:
-	@fixtures/deps.sh --npm
+	@fixtures/deps.sh
 
 # The Debian package: $(BUILD)/paintlock_VERSION_ARCH.deb (cmake/package.cmake).
-package: build
+package: test-deps build
 	@cd $(BUILD) && cpack -G DEB >/dev/null && ls -1 $$PWD/paintlock_*.deb
 
-# The tests also start Patroni, etcd, PgBouncer and haproxy (fixtures/ha/).
 test-deps:
 	@fixtures/deps.sh --npm --ha
 
@@ -73,11 +74,11 @@ SAN_CTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= $(JOBS)
 
-asan-build:
+asan-build: test-deps
 	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_TYPE=Sanitize CMAKE_EXTRA="$(ASAN_EXTRA)"
 asan: asan-build
 	@fixtures/sanitized-tests.sh address build-asan $(SAN_CTEST_ARGS)
-tsan-build:
+tsan-build: test-deps
 	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_TYPE=Sanitize CMAKE_EXTRA="$(TSAN_EXTRA)"
 tsan: tsan-build
 	@fixtures/sanitized-tests.sh thread build-tsan $(SAN_CTEST_ARGS)

@@ -133,6 +133,15 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   }
   if (auto v = r.Get("STRIPE_API_BASE")) c.stripe.api_base = TrimSlash(*v);
   if (auto v = r.Get("STRIPE_CA_FILE")) c.stripe.ca_file = *v;
+  if (auto v = r.Get("STRIPE_API_VERSION")) {
+    if (stripe::LooksLikeStripeVersion(*v)) {
+      c.stripe.stripe_version = *v;
+    } else {
+      r.Problem("STRIPE_API_VERSION", "must be a Stripe API version such as " +
+                                          std::string(stripe::kDefaultStripeVersion) + ", got \"" +
+                                          *v + "\"");
+    }
+  }
   if (auto v = r.Get("STRIPE_WEBHOOK_SECRET")) {
     c.stripe_webhook_secrets = SplitCommas(*v);
     for (const auto& s : c.stripe_webhook_secrets) {
@@ -314,6 +323,9 @@ std::string ConfigHelp() {
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
   STRIPE_CA_FILE                    extra CA bundle to trust (optional)
+  STRIPE_API_VERSION                the Stripe-Version paintlock sends (default )" +
+         std::string(stripe::kDefaultStripeVersion) + R"(); pin the
+                                    webhook endpoint to the same version
   STRIPE_WEBHOOK_SECRET             whsec_…[,whsec_…] (several while rolling a secret)
   STRIPE_WEBHOOK_TOLERANCE_SECONDS  signature age limit (default 300)
   STRIPE_MAX_RETRIES                retries on network errors, 409, 429, 5xx (default 2)

@@ -72,3 +72,20 @@ TEST_CASE("behind PgBouncer: unnamed statements and a direct URL for LISTEN") {
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].rfind("PAINTLOCK_DB_STATEMENTS:", 0) == 0);
 }
+
+TEST_CASE("STRIPE_API_VERSION pins the Stripe-Version sent, and must look like one") {
+  auto vars = kMinimal;
+  std::vector<std::string> problems;
+  CHECK(ParseConfig(MapEnv(vars), &problems).stripe.stripe_version ==
+        paintlock::stripe::kDefaultStripeVersion);
+  vars["STRIPE_API_VERSION"] = "2025-03-31.basil";
+  CHECK(ParseConfig(MapEnv(vars), &problems).stripe.stripe_version == "2025-03-31.basil");
+  CHECK(problems.empty());
+  for (const char* bad : {"latest", "2025-03-31 basil", "2025-3-31", "2025-03-31.Basil\n"}) {
+    problems.clear();
+    vars["STRIPE_API_VERSION"] = bad;
+    ParseConfig(MapEnv(vars), &problems);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].rfind("STRIPE_API_VERSION:", 0) == 0);
+  }
+}
