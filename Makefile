@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_TYPE ?= RelWithDebInfo
 PG_DIR     := $(BUILD)/pg
 
-.PHONY: all deps build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
+.PHONY: all deps test-deps package build run test unit bench chaos asan asan-build tsan tsan-build fuzz format format-check clean help
 
 all: build
 
@@ -21,9 +21,19 @@ help:
 	@echo "make fuzz    each libFuzzer target for FUZZ_SECONDS (default 60; build-asan/)"
 	@echo "make format  clang-format every C++ file"
 	@echo "make format-check  fail if a C++ file is not clang-formatted (CI runs it)"
+	@echo "make package  the Debian package (build/paintlock_VERSION_ARCH.deb)"
 
+# What building and `make run` need; test-deps adds the test, sanitizer, packaging
+# and HA tools (Chromium, nginx, clang, Node.js and npm ci, Patroni, PgBouncer, …).
 deps:
-	@fixtures/deps.sh --npm
+	@fixtures/deps.sh
+
+# The Debian package: $(BUILD)/paintlock_VERSION_ARCH.deb (cmake/package.cmake).
+package: test-deps build
+	@cd $(BUILD) && cpack -G DEB >/dev/null && ls -1 $$PWD/paintlock_*.deb
+
+test-deps:
+	@fixtures/deps.sh --npm --ha
 
 $(BUILD)/Makefile: CMakeLists.txt
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) $(CMAKE_EXTRA) >/dev/null
@@ -35,7 +45,7 @@ run: build
 	@fixtures/run-demo.sh $(BUILD)
 
 # The tests start their own databases in a private cluster under $(BUILD)/pg.
-test: build
+test: test-deps build
 	@BUILD=$(BUILD) fixtures/run-tests.sh
 
 bench: build
@@ -67,11 +77,11 @@ SAN_CTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= $(JOBS)
 
-asan-build:
+asan-build: test-deps
 	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_TYPE=Sanitize CMAKE_EXTRA="$(ASAN_EXTRA)"
 asan: asan-build
 	@fixtures/sanitized-tests.sh address build-asan $(SAN_CTEST_ARGS)
-tsan-build:
+tsan-build: test-deps
 	@$(MAKE) --no-print-directory build BUILD=build-tsan CMAKE_TYPE=Sanitize CMAKE_EXTRA="$(TSAN_EXTRA)"
 tsan: tsan-build
 	@fixtures/sanitized-tests.sh thread build-tsan $(SAN_CTEST_ARGS)

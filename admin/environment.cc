@@ -47,6 +47,12 @@ locks::Database* AdminEnvironment::Database(std::string* error) {
   options.lock_timeout = std::chrono::seconds(5);
   options.statement_timeout = std::chrono::seconds(120);
   options.idle_in_transaction_timeout = std::chrono::seconds(60);
+  if (auto mode = lookup_("PAINTLOCK_DB_STATEMENTS")) {
+    if (!locks::ParseStatementMode(*mode, &options.statements)) {
+      *error = "PAINTLOCK_DB_STATEMENTS must be named or unnamed, got \"" + *mode + "\"";
+      return nullptr;
+    }
+  }
   database_ = locks::Database::Open(options, error);
   return database_.get();
 }
@@ -62,6 +68,14 @@ stripe::StripeClient* AdminEnvironment::Stripe(std::string* error) {
   options.secret_key = *key;
   if (auto base = lookup_("STRIPE_API_BASE")) options.api_base = *base;
   if (auto ca = lookup_("STRIPE_CA_FILE")) options.ca_file = *ca;
+  if (auto version = lookup_("STRIPE_API_VERSION")) {
+    if (!stripe::LooksLikeStripeVersion(*version)) {
+      *error = "STRIPE_API_VERSION must be a Stripe API version such as " +
+               std::string(stripe::kDefaultStripeVersion);
+      return nullptr;
+    }
+    options.stripe_version = *version;
+  }
   if (auto timeout = lookup_("STRIPE_TIMEOUT_MS")) {
     auto ms = ParseBoundedInteger(*timeout, 100, 120000);
     if (!ms) {

@@ -98,13 +98,14 @@ print(json.dumps(r))' "$out" "$before" "$after"
 }
 
 # bench_pgbench_phase DB_URL SCRIPT [PGBENCH-ARGS...]: pgbench -M prepared
-# with the bench's clients and seconds. Prints {tps, p50_ms, p99_ms,
+# (-M $BENCH_PGBENCH_PROTOCOL when set: extended = unnamed statements) with
+# the bench's clients and seconds. Prints {tps, p50_ms, p99_ms,
 # transactions, failed}; latencies are pgbench's own per-transaction log.
 bench_pgbench_phase() {
   local db=$1 script=$2
   shift 2
   rm -f "$bench_work"/pgbench_log.*
-  (cd "$bench_work" && pgbench -n -M prepared -c "$bench_clients" -j 2 -T "$bench_seconds" \
+  (cd "$bench_work" && pgbench -n -M "${BENCH_PGBENCH_PROTOCOL:-prepared}" -c "$bench_clients" -j 2 -T "$bench_seconds" \
     -f "$script" -l --log-prefix=pgbench_log "$@" "$db" >pgbench.out 2>&1) ||
     { cat "$bench_work/pgbench.out" >&2; exit 1; }
   local tps failed

@@ -15,6 +15,7 @@ out, clients, seconds, rounds, setup, publishing_off, log_level, *rows = sys.arg
 TITLES = {
     "reserve": "reserve, availability publishing on",
     "reserve-sql": "reserve SQL, availability publishing off",
+    "reserve-unnamed": "reserve, unnamed statements (PgBouncer mode)",
     "credit-hold-commit": "credit hold + commit",
     "ratelimit-take": "rate-limit take",
     "quota-consume": "quota consume",
@@ -22,6 +23,7 @@ TITLES = {
 SQL = {
     "reserve": "reserve.sql",
     "reserve-sql": "reserve.sql",
+    "reserve-unnamed": "reserve.sql",
     "credit-hold-commit": "credit_hold.sql + credit_commit.sql",
     "ratelimit-take": "ratelimit_take.sql",
     "quota-consume": "quota_consume.sql",
@@ -77,6 +79,14 @@ if "reserve" in by_name and "reserve-sql" in by_name:
     lines += ["", "Reserve through the gateway (publishing on) vs pgbench on the same SQL with "
               f"publishing off: **{ratio(mean(g, 'tps'), mean(p, 'tps')):.2f}** throughput, "
               f"p99 {ratio(mean(g, 'p99_ms'), mean(p, 'p99_ms')):.2f}."]
+
+if "reserve" in by_name and "reserve-unnamed" in by_name:
+    named, unnamed = by_name["reserve"], by_name["reserve-unnamed"]
+    lines += ["", "Unnamed statements (PAINTLOCK_DB_STATEMENTS=unnamed) vs named, reserve through "
+              f"the gateway: **{ratio(mean(unnamed[2], 'tps'), mean(named[2], 'tps')):.2f}** "
+              f"throughput, CPU µs/request {mean(unnamed[2], 'gateway_cpu_us'):.0f} vs "
+              f"{mean(named[2], 'gateway_cpu_us'):.0f}; pgbench -M extended vs -M prepared: "
+              f"**{ratio(mean(unnamed[3], 'tps'), mean(named[3], 'tps')):.2f}**."]
 
 lines += ["", "## Rounds", ""]
 for name, per_iteration, g, p, rss in workloads:

@@ -7,6 +7,9 @@
 #
 #   reserve             POST /v1/reservations, availability publishing on
 #   reserve-sql         the same with availability publishing off (see below)
+#   reserve-unnamed     reserve with PAINTLOCK_DB_STATEMENTS=unnamed (what PgBouncer's
+#                       transaction pooling needs), pgbench with -M extended (unnamed
+#                       too); the report compares it with `reserve` (named)
 #   credit-hold-commit  hold 1 credit then commit it (two requests; one pgbench
 #                       transaction of credit_hold.sql + credit_commit.sql)
 #   ratelimit-take      one take of 1 token from a random key
@@ -19,7 +22,7 @@
 #
 #   bench/run.sh [BUILD]
 #   env: BENCH_CLIENTS (32), BENCH_SECONDS per phase (8), BENCH_ROUNDS (2),
-#        BENCH_WORKLOADS (all five, space-separated), BENCH_PAINTINGS (20000),
+#        BENCH_WORKLOADS (all six, space-separated), BENCH_PAINTINGS (20000),
 #        BENCH_HOLD_SECONDS (2), BENCH_ACCOUNTS (1000), BENCH_KEYS (10000),
 #        BENCH_SUBJECTS (20000), BENCH_QUOTA_LIMIT (1000000000: never refuses,
 #        so every decision writes)
@@ -42,9 +45,12 @@ source bench/lib.sh
 # alike.
 PUBLISHING_ON=()
 PUBLISHING_OFF=("PGOPTIONS=-c paintlock.availability_notify=off")
+# Unnamed statements on both sides: given the same way (the gateway ignores
+# BENCH_*, bench_pgbench_phase reads it).
+UNNAMED=("PAINTLOCK_DB_STATEMENTS=unnamed" "BENCH_PGBENCH_PROTOCOL=extended")
 # -----------------------------------------------------------------------------
 
-workloads=${BENCH_WORKLOADS:-reserve reserve-sql credit-hold-commit ratelimit-take quota-consume}
+workloads=${BENCH_WORKLOADS:-reserve reserve-sql reserve-unnamed credit-hold-commit ratelimit-take quota-consume}
 paintings=${BENCH_PAINTINGS:-20000}
 hold=${BENCH_HOLD_SECONDS:-2}
 accounts=${BENCH_ACCOUNTS:-1000}
@@ -178,9 +184,10 @@ measure() {
 results=()
 for w in $workloads; do
   case $w in
-    reserve | reserve-sql)
+    reserve | reserve-sql | reserve-unnamed)
       switch=PUBLISHING_ON
       [[ $w == reserve-sql ]] && switch=PUBLISHING_OFF
+      [[ $w == reserve-unnamed ]] && switch=UNNAMED
       result=$(measure "$w" 1 "$switch" reset_reservations pass reserve.sql \
         "PAINTLOCK_HOLD_SECONDS=$hold" "--workload reserve --keys $paintings" \
         "-D hold=$hold -D paintings=$paintings") ;;

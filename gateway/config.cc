@@ -133,6 +133,15 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   }
   if (auto v = r.Get("STRIPE_API_BASE")) c.stripe.api_base = TrimSlash(*v);
   if (auto v = r.Get("STRIPE_CA_FILE")) c.stripe.ca_file = *v;
+  if (auto v = r.Get("STRIPE_API_VERSION")) {
+    if (stripe::LooksLikeStripeVersion(*v)) {
+      c.stripe.stripe_version = *v;
+    } else {
+      r.Problem("STRIPE_API_VERSION", "must be a Stripe API version such as " +
+                                          std::string(stripe::kDefaultStripeVersion) + ", got \"" +
+                                          *v + "\"");
+    }
+  }
   if (auto v = r.Get("STRIPE_WEBHOOK_SECRET")) {
     c.stripe_webhook_secrets = SplitCommas(*v);
     for (const auto& s : c.stripe_webhook_secrets) {
@@ -165,6 +174,12 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Integer("PAINTLOCK_DB_POOL", 1, 512, "a whole number", &c.database.pool_size);
   r.Millis("PAINTLOCK_DB_LOCK_TIMEOUT_MS", 10, 60000, &c.database.lock_timeout);
   r.Millis("PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", 100, 600000, &c.database.statement_timeout);
+  if (auto v = r.Get("PAINTLOCK_DB_STATEMENTS")) {
+    if (!locks::ParseStatementMode(*v, &c.database.statements)) {
+      r.Problem("PAINTLOCK_DB_STATEMENTS", "must be named or unnamed, got \"" + *v + "\"");
+    }
+  }
+  if (auto v = r.Get("PAINTLOCK_LISTEN_DATABASE_URL")) c.listen_database_url = *v;
   int max_body = static_cast<int>(c.max_body_bytes);
   r.Integer("PAINTLOCK_MAX_BODY_BYTES", 1024, 16 * 1024 * 1024, "a number of bytes", &max_body);
   c.max_body_bytes = static_cast<std::size_t>(max_body);
@@ -275,6 +290,10 @@ std::string ConfigHelp() {
   PAINTLOCK_DB_POOL                 PostgreSQL connections (default 32)
   PAINTLOCK_DB_LOCK_TIMEOUT_MS      lock_timeout (default 1000)
   PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
+  PAINTLOCK_DB_STATEMENTS           named | unnamed: unnamed statements work through PgBouncer's
+                                    transaction pooling (default named)
+  PAINTLOCK_LISTEN_DATABASE_URL     where availability streams LISTEN: a direct connection to
+                                    the primary, needed behind PgBouncer (default DATABASE_URL)
   PAINTLOCK_MAX_BODY_BYTES          largest request body (default 65536)
   PAINTLOCK_STOREFRONT_DIR          serve a static storefront at /shop/ (optional)
   PAINTLOCK_VISITOR_KEY             secret (>= 16 chars) for visitor ids = HMAC(key, client IP);
@@ -304,6 +323,9 @@ std::string ConfigHelp() {
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
   STRIPE_CA_FILE                    extra CA bundle to trust (optional)
+  STRIPE_API_VERSION                the Stripe-Version paintlock sends (default )" +
+         std::string(stripe::kDefaultStripeVersion) + R"(); pin the
+                                    webhook endpoint to the same version
   STRIPE_WEBHOOK_SECRET             whsec_…[,whsec_…] (several while rolling a secret)
   STRIPE_WEBHOOK_TOLERANCE_SECONDS  signature age limit (default 300)
   STRIPE_MAX_RETRIES                retries on network errors, 409, 429, 5xx (default 2)

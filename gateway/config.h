@@ -95,6 +95,10 @@ struct Config {
   int max_connections_per_address = 64;      // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
   // PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS: how soon a lost publish heals.
   std::chrono::seconds availability_full_read{30};
+  // PAINTLOCK_LISTEN_DATABASE_URL: where the availability listener LISTENs
+  // (a direct connection to the primary, never through PgBouncer's transaction
+  // pooling). Empty: DATABASE_URL.
+  std::string listen_database_url;
 };
 
 // Reads every setting; each problem found is appended to *problems as one

@@ -52,3 +52,40 @@ TEST_CASE("webhook secrets are a comma-separated list for rolling") {
   CHECK(c.stripe_webhook_secrets == std::vector<std::string>{"whsec_old", "whsec_new"});
   CHECK(c.listen_port == 9000);
 }
+
+TEST_CASE("behind PgBouncer: unnamed statements and a direct URL for LISTEN") {
+  auto vars = kMinimal;
+  std::vector<std::string> problems;
+  Config plain = ParseConfig(MapEnv(vars), &problems);
+  CHECK(plain.database.statements == paintlock::locks::StatementMode::kNamed);
+  CHECK(plain.listen_database_url.empty());
+
+  vars["PAINTLOCK_DB_STATEMENTS"] = "unnamed";
+  vars["PAINTLOCK_LISTEN_DATABASE_URL"] = "postgresql://h1:5432,h2:5432/x";
+  Config pooled = ParseConfig(MapEnv(vars), &problems);
+  CHECK(problems.empty());
+  CHECK(pooled.database.statements == paintlock::locks::StatementMode::kUnnamed);
+  CHECK(pooled.listen_database_url == "postgresql://h1:5432,h2:5432/x");
+
+  vars["PAINTLOCK_DB_STATEMENTS"] = "prepared";
+  ParseConfig(MapEnv(vars), &problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].rfind("PAINTLOCK_DB_STATEMENTS:", 0) == 0);
+}
+
+TEST_CASE("STRIPE_API_VERSION pins the Stripe-Version sent, and must look like one") {
+  auto vars = kMinimal;
+  std::vector<std::string> problems;
+  CHECK(ParseConfig(MapEnv(vars), &problems).stripe.stripe_version ==
+        paintlock::stripe::kDefaultStripeVersion);
+  vars["STRIPE_API_VERSION"] = "2025-03-31.basil";
+  CHECK(ParseConfig(MapEnv(vars), &problems).stripe.stripe_version == "2025-03-31.basil");
+  CHECK(problems.empty());
+  for (const char* bad : {"latest", "2025-03-31 basil", "2025-3-31", "2025-03-31.Basil\n"}) {
+    problems.clear();
+    vars["STRIPE_API_VERSION"] = bad;
+    ParseConfig(MapEnv(vars), &problems);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].rfind("STRIPE_API_VERSION:", 0) == 0);
+  }
+}

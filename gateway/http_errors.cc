@@ -289,11 +289,12 @@ HttpError ErrorFor(const locks::DbFailure& failure, Surface surface) {
                 json::object(), 2};
       }
       if (failure.may_have_committed) {
-        // "Nothing changed" would be a guess: the write may have committed.
-        return {503, "unavailable",
-                "The gateway lost its database part-way through: this may or may not have "
-                "taken effect. Check before you retry, or retry with the same Idempotency-Key "
-                "where the request takes one.",
+        // The write reached the database and the connection broke before its
+        // answer: "nothing changed" could be a lie.
+        return {503, "outcome_unknown",
+                "The gateway lost its database part-way through: this change may or may not "
+                "have been made. Read it back (GET) before you retry; a credit hold that was "
+                "made lapses at its TTL unless committed.",
                 json::object(), 2};
       }
       return {503, "unavailable",

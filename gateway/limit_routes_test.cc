@@ -75,19 +75,18 @@ TEST_CASE("rate limits: database trouble on these endpoints says nothing of pain
             .status == 500);
 }
 
-TEST_CASE(
-    "database trouble: a write that may have committed is never answered \"nothing changed\"") {
+TEST_CASE("a write whose answer was lost with the connection is not told as nothing changed") {
   namespace locks = paintlock::locks;
-  for (Surface surface : {Surface::kQuotas, Surface::kLimits, Surface::kWebhooks}) {
-    const HttpError sure =
-        ErrorFor(locks::DbFailure{locks::DbFailureKind::kUnavailable, "down"}, surface);
-    CHECK(sure.message.find("Nothing changed") != std::string::npos);
-    const HttpError unsure = ErrorFor(
-        locks::DbFailure{locks::DbFailureKind::kUnavailable, "connection lost", true}, surface);
-    CHECK(unsure.status == 503);
-    CHECK(unsure.message.find("Nothing changed") == std::string::npos);
-    CHECK(unsure.message.find("may or may not have taken effect") != std::string::npos);
+  locks::DbFailure lost{locks::DbFailureKind::kUnavailable, "server closed the connection", true};
+  for (auto surface : {Surface::kLimits, Surface::kQuotas, Surface::kWebhooks}) {
+    HttpError e = ErrorFor(lost, surface);
+    CHECK(e.status == 503);
+    CHECK(e.code == "outcome_unknown");
+    CHECK(e.message.find("Nothing changed") == std::string::npos);
+    CHECK(e.message.find("server closed") == std::string::npos);
   }
+  locks::DbFailure refused{locks::DbFailureKind::kUnavailable, "connection refused"};
+  CHECK(ErrorFor(refused, Surface::kLimits).code == "unavailable");
 }
 
 TEST_CASE("checkout limit: a misconfigured or undecided take admits the checkout, never silently") {

@@ -192,6 +192,18 @@ int main(int argc, char** argv) {
   gateway::AvailabilityStream availability(stream_options);
   gateway::AvailabilityListenerOptions listener_options;
   listener_options.database = config.database;
+  if (!config.listen_database_url.empty()) {
+    // A direct connection: named statements are safe there.
+    listener_options.database.url = config.listen_database_url;
+    listener_options.database.statements = locks::StatementMode::kNamed;
+  } else if (config.database.statements == locks::StatementMode::kUnnamed) {
+    base::LogWarn("availability_listener_through_pool",
+                  {{"why",
+                    "PAINTLOCK_DB_STATEMENTS=unnamed without PAINTLOCK_LISTEN_DATABASE_URL: behind "
+                    "PgBouncer's transaction pooling LISTEN hears nothing, so streams see changes "
+                    "only at the periodic full re-read"},
+                   {"full_read_seconds", config.availability_full_read.count()}});
+  }
   listener_options.full_read_interval = config.availability_full_read;
   gateway::AvailabilityListener availability_listener(listener_options, availability);
   availability.SetChangeObserver([&server] { server.WakePushStreams(); });
@@ -227,13 +239,16 @@ int main(int argc, char** argv) {
     server.stop();
   });
 
-  base::LogInfo("listening", {{"address", config.listen_host + ":" + std::to_string(port)},
-                              {"port", port},
-                              {"public_url", config.public_url},
-                              {"stripe_api_base", config.stripe.api_base},
-                              {"hold_seconds", config.hold_ttl.count()},
-                              {"database", locks::RedactConnectionString(config.database.url)},
-                              {"reservations_api", !config.api_key.empty()}});
+  base::LogInfo("listening",
+                {{"address", config.listen_host + ":" + std::to_string(port)},
+                 {"port", port},
+                 {"public_url", config.public_url},
+                 {"stripe_api_base", config.stripe.api_base},
+                 {"hold_seconds", config.hold_ttl.count()},
+                 {"database", locks::RedactConnectionString(config.database.url)},
+                 {"statements",
+                  config.database.statements == locks::StatementMode::kNamed ? "named" : "unnamed"},
+                 {"reservations_api", !config.api_key.empty()}});
   if (config.stripe_webhook_secrets.empty()) {
     base::LogWarn("webhooks_disabled",
                   {{"why", "STRIPE_WEBHOOK_SECRET is not set: every webhook will be refused"}});

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "locks/reservations.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -11,8 +12,8 @@ DbResult<bool> AuditLog::Record(const AuditEntry& e) {
       LooksLikeUuid(e.reservation_id) ? NullIfEmpty(e.reservation_id) : std::nullopt;
   return db_.Run("audit", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    n.exec_prepared("audit", e.actor, e.action, reservation, NullIfEmpty(e.painting_id),
-                    NullIfEmpty(e.session_id), NullIfEmpty(e.reason), e.details.dump());
+    Exec(n, "audit", e.actor, e.action, reservation, NullIfEmpty(e.painting_id),
+         NullIfEmpty(e.session_id), NullIfEmpty(e.reason), e.details.dump());
     return true;
   });
 }

@@ -122,7 +122,9 @@ void AvailabilityFeed::Listen(bool* connected) {
   try {
     pqxx::connection c(options_.database.url);
     ApplySessionSettings(c, options_.database, "paintlock-availability");
-    c.prepare("availability_read", ReadStatement());
+    if (options_.database.statements == StatementMode::kNamed) {
+      c.prepare("availability_read", ReadStatement());
+    }
     SetKeepalives(c.sock());
     std::set<std::string> notified;
     IdReceiver receiver(c, &notified);  // LISTEN, before the first read
@@ -177,8 +179,10 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
   {
     pqxx::nontransaction n(c);
     const std::vector<std::string> list(ids.begin(), ids.end());
-    rows = n.exec_prepared("availability_read",
-                           ids.empty() ? std::optional<std::string>() : TextArrayLiteral(list));
+    const auto which = ids.empty() ? std::optional<std::string>() : TextArrayLiteral(list);
+    rows = options_.database.statements == StatementMode::kNamed
+               ? n.exec_prepared("availability_read", which)
+               : n.exec_params(ReadStatement(), which);
   }
   const auto now = std::chrono::steady_clock::now();
   if (ids.empty()) {

@@ -3,6 +3,7 @@
 #include "base/log.h"
 #include "locks/database.h"
 #include "locks/reservations.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -62,8 +63,8 @@ void AvailabilityPublisher::Run() {
       // Losing this commit in a crash loses only a publish, which the feeds'
       // re-reads heal; waiting for its flush would hold the notify lock.
       w.exec("SET LOCAL synchronous_commit = off");
-      w.exec_prepared("availability_publish", TextArrayLiteral(painting_list),
-                      TextArrayLiteral(reservation_list));
+      Exec(w, "availability_publish", TextArrayLiteral(painting_list),
+           TextArrayLiteral(reservation_list));
       w.commit();
       return true;
     });

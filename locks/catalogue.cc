@@ -4,6 +4,7 @@
 
 #include "locks/availability_publisher.h"
 #include "locks/reservations.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -43,7 +44,7 @@ DbResult<std::vector<PaintingView>> Catalogue::List() {
   return db_.RunIdempotent("paintings_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<PaintingView> out;
-    for (const auto& row : n.exec_prepared("paintings_list")) out.push_back(ViewOf(row));
+    for (const auto& row : Exec(n, "paintings_list")) out.push_back(ViewOf(row));
     return out;
   });
 }
@@ -51,7 +52,7 @@ DbResult<std::vector<PaintingView>> Catalogue::List() {
 DbResult<std::optional<PaintingView>> Catalogue::Get(const std::string& id) {
   return db_.RunIdempotent("painting_get", [&](pqxx::connection& c) -> std::optional<PaintingView> {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("painting_get", id);
+    pqxx::result r = Exec(n, "painting_get", id);
     if (r.empty()) return std::nullopt;
     return ViewOf(r[0]);
   });
@@ -62,7 +63,7 @@ DbResult<std::vector<CatalogueEntry>> Catalogue::ForCart(const std::vector<std::
   return db_.RunIdempotent("catalog_for_cart", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<CatalogueEntry> out;
-    for (const auto& row : n.exec_prepared("catalog_for_cart", cart)) {
+    for (const auto& row : Exec(n, "catalog_for_cart", cart)) {
       out.push_back({row["id"].as<std::string>(), row["title"].as<std::string>(),
                      row["price_minor"].as<std::int64_t>(), row["currency"].as<std::string>()});
     }
@@ -77,9 +78,9 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
     changed.clear();
     pqxx::work w(c);
     for (const CatalogueEntry& e : entries) {
-      pqxx::result have = w.exec_prepared("catalog_import_current", e.id);
+      pqxx::result have = Exec(w, "catalog_import_current", e.id);
       if (have.empty()) {
-        w.exec_prepared("catalog_import_add", e.id, e.title, e.price_minor, e.currency);
+        Exec(w, "catalog_import_add", e.id, e.title, e.price_minor, e.currency);
         changed.push_back(e.id);
         ++report.added;
         continue;
@@ -96,7 +97,7 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
         report.refused.push_back(e.id + " is " + row["state"].as<std::string>());
         continue;
       }
-      w.exec_prepared("catalog_import_update", e.id, e.title, e.price_minor, e.currency);
+      Exec(w, "catalog_import_update", e.id, e.title, e.price_minor, e.currency);
       changed.push_back(e.id);
       ++report.updated;
     }

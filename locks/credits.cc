@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "locks/reservations.h"  // LooksLikeUuid
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -41,8 +42,7 @@ HoldOutcome CreditStore::Hold(const std::string& account_id, std::int64_t amount
   if (!IsValidAccountId(account_id)) return AccountNotFound{};
   return Flatten<HoldOutcome>(db_.Run("credit_hold", [&](pqxx::connection& c) -> HoldOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    pqxx::row row =
-        n.exec_prepared1("credit_hold", account_id, amount, static_cast<int>(ttl.count()));
+    pqxx::row row = Exec1(n, "credit_hold", account_id, amount, static_cast<int>(ttl.count()));
     const std::string outcome = row["outcome"].as<std::string>();
     if (outcome == "held") {
       return HoldOpened{row["hold_id"].as<std::string>(), row["expires_at"].as<std::string>(),
@@ -60,7 +60,7 @@ CommitOutcome CreditStore::Commit(const std::string& hold_id) {
   if (!LooksLikeUuid(hold_id)) return HoldNotFound{};
   return Flatten<CommitOutcome>(db_.Run("credit_commit", [&](pqxx::connection& c) -> CommitOutcome {
     pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1("credit_commit", hold_id);
+    pqxx::row row = Exec1(n, "credit_commit", hold_id);
     const std::string outcome = row["outcome"].as<std::string>();
     if (outcome == "committed" || outcome == "already_committed") {
       HoldCommitted done;
@@ -88,7 +88,7 @@ ReleaseHoldOutcome CreditStore::Release(const std::string& hold_id) {
   return Flatten<ReleaseHoldOutcome>(
       db_.Run("credit_release", [&](pqxx::connection& c) -> ReleaseHoldOutcome {
         pqxx::nontransaction n(c);
-        pqxx::row row = n.exec_prepared1("credit_release", hold_id);
+        pqxx::row row = Exec1(n, "credit_release", hold_id);
         const std::string outcome = row["outcome"].as<std::string>();
         if (outcome == "released" || outcome == "already_released") {
           return HoldReleased{
@@ -106,7 +106,7 @@ TopUpOutcome CreditStore::TopUp(const std::string& account_id, const std::string
   return Flatten<TopUpOutcome>(db_.Run("credit_topup", [&](pqxx::connection& c) -> TopUpOutcome {
     pqxx::nontransaction n(c);
     pqxx::row row =
-        n.exec_prepared1("credit_topup", account_id, idempotency_key, amount, kMaxCreditBalance);
+        Exec1(n, "credit_topup", account_id, idempotency_key, amount, kMaxCreditBalance);
     const std::string outcome = row["outcome"].as<std::string>();
     if (outcome == "credited" || outcome == "replayed") {
       return TopUpApplied{account_id, row["amount"].as<std::int64_t>(),
@@ -125,7 +125,7 @@ DbResult<std::optional<CreditAccountView>> CreditStore::Account(const std::strin
   if (!IsValidAccountId(account_id)) return Result{};
   return db_.Run("credit_account_get", [&](pqxx::connection& c) -> Result {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("credit_account_get", account_id);
+    pqxx::result r = Exec(n, "credit_account_get", account_id);
     if (r.empty()) return std::nullopt;
     CreditAccountView v;
     v.id = r[0]["id"].as<std::string>();
@@ -143,7 +143,7 @@ DbResult<std::optional<CreditHoldView>> CreditStore::GetHold(const std::string& 
   if (!LooksLikeUuid(hold_id)) return Result{};
   return db_.Run("credit_hold_get", [&](pqxx::connection& c) -> Result {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("credit_hold_get", hold_id);
+    pqxx::result r = Exec(n, "credit_hold_get", hold_id);
     if (r.empty()) return std::nullopt;
     return HoldViewOf(r[0]);
   });
@@ -156,7 +156,7 @@ DbResult<std::vector<CreditHoldView>> CreditStore::Holds(const std::string& acco
   return db_.Run("credit_holds_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     Result out;
-    for (const auto& row : n.exec_prepared("credit_holds_list", account_id, include_closed)) {
+    for (const auto& row : Exec(n, "credit_holds_list", account_id, include_closed)) {
       out.push_back(HoldViewOf(row));
     }
     return out;
@@ -170,7 +170,7 @@ DbResult<std::int64_t> CreditStore::Sweep(int batch) {
   for (;;) {
     auto closed = db_.Run("credit_sweep", [&](pqxx::connection& c) {
       pqxx::nontransaction n(c);
-      return n.exec_prepared1("credit_sweep", batch)[0].as<std::int64_t>();
+      return Exec1(n, "credit_sweep", batch)[0].as<std::int64_t>();
     });
     if (auto* failure = std::get_if<DbFailure>(&closed)) return *failure;
     total += std::get<std::int64_t>(closed);

@@ -8,7 +8,6 @@
 
 #include "base/log.h"
 #include "locks/availability_publisher.h"
-#include "locks/sql_files.h"
 
 namespace paintlock::locks {
 
@@ -56,7 +55,7 @@ std::unique_ptr<pqxx::connection> Database::Connect(std::string* error) {
   try {
     auto c = std::make_unique<pqxx::connection>(options_.url);
     ApplySessionSettings(*c, options_, options_.application_name);
-    for (const NamedQuery& q : NamedQueries()) c->prepare(q.name, q.sql);
+    if (options_.statements == StatementMode::kNamed) PrepareNamedQueries(*c);
     return c;
   } catch (const pqxx::broken_connection& e) {
     // libpq's message names the host and the reason, not the password.
@@ -147,7 +146,12 @@ std::optional<DbFailure> Database::RunErased(const char* what, Effect effect,
     auto c = Take(&error);
     if (!c) return DbFailure{DbFailureKind::kUnavailable, error};
     try {
-      fn(*c);
+      if (options_.statements == StatementMode::kUnnamed) {
+        UnnamedStatements unnamed(*c);
+        fn(*c);
+      } else {
+        fn(*c);
+      }
       Give(std::move(c));
       return std::nullopt;
     } catch (const pqxx::in_doubt_error& e) {

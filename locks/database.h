@@ -2,8 +2,8 @@
 //
 // Every connection sets lock_timeout (a hot painting answers quickly instead
 // of queueing), statement_timeout and idle_in_transaction_session_timeout, and
-// keeps synchronous_commit on (DESIGN.md, "Database hygiene"); every named
-// statement of sql/queries is prepared on it.
+// keeps synchronous_commit on (DESIGN.md, "Database hygiene"); the queries of
+// sql/queries run on it as named or unnamed statements (locks/statements.h).
 //
 // libpqxx throws; nothing thrown by it leaves this module. Run() translates:
 // serialization failures and deadlocks are retried (the whole function runs
@@ -43,6 +43,8 @@
 #include <variant>
 #include <vector>
 
+#include "locks/statements.h"
+
 namespace paintlock::locks {
 
 class AvailabilityPublisher;
@@ -58,6 +60,9 @@ struct DatabaseOptions {
   // (about 4-7 s measured, bench/reports/ha-cluster.md), shorter than a client's patience.
   std::chrono::milliseconds outcome_lookup_patience{10000};
   std::string application_name = "paintlock";
+  // Named prepared statements, or unnamed ones for PgBouncer's transaction
+  // pooling (locks/statements.h).
+  StatementMode statements = StatementMode::kNamed;
 };
 
 enum class DbFailureKind {

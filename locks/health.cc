@@ -1,11 +1,13 @@
 #include "locks/health.h"
 
+#include "locks/statements.h"
+
 namespace paintlock::locks {
 
 DbResult<bool> Health::Ping() {
   return db_.Run("ping", [](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    n.exec_prepared("ping");
+    Exec(n, "ping");
     return true;
   });
 }

@@ -2,6 +2,8 @@
 
 #include <regex>
 
+#include "locks/statements.h"
+
 namespace paintlock::locks {
 
 bool IsValidLeaseName(const std::string& name) {
@@ -60,8 +62,7 @@ AcquireOutcome LeaseStore::Acquire(const std::string& name, const std::string& h
   for (int attempt = 1;; ++attempt) {
     auto acquired = db_.Run("lease_acquire", [&](pqxx::connection& c) -> Attempt {
       pqxx::nontransaction n(c);
-      pqxx::row row =
-          n.exec_prepared1("lease_acquire", name, holder, static_cast<int>(ttl.count()));
+      pqxx::row row = Exec1(n, "lease_acquire", name, holder, static_cast<int>(ttl.count()));
       if (row["granted"].as<bool>()) {
         return LeaseGranted{name, holder, row["token"].as<std::int64_t>(),
                             row["expires_at"].as<std::string>()};
@@ -81,8 +82,7 @@ RenewOutcome LeaseStore::Renew(const std::string& name, const std::string& holde
                                std::int64_t token, std::chrono::seconds ttl) {
   return Flatten<RenewOutcome>(db_.Run("lease_renew", [&](pqxx::connection& c) -> RenewOutcome {
     pqxx::nontransaction n(c);
-    pqxx::row row =
-        n.exec_prepared1("lease_renew", name, holder, token, static_cast<int>(ttl.count()));
+    pqxx::row row = Exec1(n, "lease_renew", name, holder, token, static_cast<int>(ttl.count()));
     const std::string outcome = row["outcome"].as<std::string>();
     if (outcome == "renewed") {
       return LeaseGranted{name, holder, row["token"].as<std::int64_t>(),
@@ -99,7 +99,7 @@ LeaseReleaseOutcome LeaseStore::Release(const std::string& name, const std::stri
   return Flatten<LeaseReleaseOutcome>(
       db_.Run("lease_release", [&](pqxx::connection& c) -> LeaseReleaseOutcome {
         pqxx::nontransaction n(c);
-        pqxx::row row = n.exec_prepared1("lease_release", name, holder, token);
+        pqxx::row row = Exec1(n, "lease_release", name, holder, token);
         const std::string outcome = row["outcome"].as<std::string>();
         if (outcome == "released" || outcome == "already_released") {
           return LeaseReleased{name, token, outcome == "already_released"};
@@ -115,7 +115,7 @@ DbResult<std::optional<LeaseView>> LeaseStore::Get(const std::string& name) {
   if (!IsValidLeaseName(name)) return Result{};
   return db_.Run("lease_get", [&](pqxx::connection& c) -> Result {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("lease_get", name);
+    pqxx::result r = Exec(n, "lease_get", name);
     if (r.empty()) return std::nullopt;
     return ViewOf(r[0]);
   });
@@ -125,7 +125,7 @@ DbResult<std::vector<LeaseView>> LeaseStore::List() {
   return db_.Run("lease_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<LeaseView> out;
-    for (const auto& row : n.exec_prepared("lease_list")) out.push_back(ViewOf(row));
+    for (const auto& row : Exec(n, "lease_list")) out.push_back(ViewOf(row));
     return out;
   });
 }

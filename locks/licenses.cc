@@ -5,6 +5,7 @@
 #include <openssl/sha.h>
 
 #include "locks/row_json.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -56,7 +57,7 @@ DbResult<std::optional<LicenseView>> LicenseStore::FindByDigest(const std::strin
   using Result = std::optional<LicenseView>;
   return db_.Run("license_get", [&](pqxx::connection& c) -> Result {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("license_get", key_sha256);
+    pqxx::result r = Exec(n, "license_get", key_sha256);
     if (r.empty()) return std::nullopt;
     LicenseView v;
     v.subscription_id = r[0]["subscription_id"].as<std::string>();
@@ -75,9 +76,9 @@ DbResult<LicenseApplied> LicenseStore::Apply(const SubscriptionEvent& event,
                                         : std::nullopt;
   return db_.Run("license_apply", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1("license_apply", event.event_id, event.event_type,
-                                     event.event_created_unix, event.subscription_id,
-                                     event.customer_id, event.status, period_end, key_sha256);
+    pqxx::row row =
+        Exec1(n, "license_apply", event.event_id, event.event_type, event.event_created_unix,
+              event.subscription_id, event.customer_id, event.status, period_end, key_sha256);
     return LicenseApplied{row["outcome"].as<std::string>(), row["status"].as<std::string>("")};
   });
 }
@@ -85,7 +86,7 @@ DbResult<LicenseApplied> LicenseStore::Apply(const SubscriptionEvent& event,
 DbResult<nlohmann::json> LicenseStore::List() {
   return db_.Run("license_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return RowsJson(n.exec_prepared("license_list"));
+    return RowsJson(Exec(n, "license_list"));
   });
 }
 

@@ -5,6 +5,7 @@
 #include "base/ids.h"
 #include "base/log.h"
 #include "locks/availability_publisher.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -58,9 +59,9 @@ LineJoinOutcome LineStore::Join(const std::string& painting, const std::string& 
   // Not idempotent (a second run would add a second entry), so Run().
   auto rows = db_.Run("line_join", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return n.exec_prepared1("line_join", painting, digest, visitor,
-                            static_cast<int>(settings_.claim_window.count()), settings_.max_length,
-                            settings_.per_visitor);
+    return Exec1(n, "line_join", painting, digest, visitor,
+                 static_cast<int>(settings_.claim_window.count()), settings_.max_length,
+                 settings_.per_visitor);
   });
   if (auto* f = std::get_if<DbFailure>(&rows)) return *f;
   const pqxx::row& row = std::get<pqxx::row>(rows);
@@ -92,7 +93,7 @@ LineEntryOutcome LineStore::Entry(const std::string& painting, const std::string
   const std::string digest = LineTokenDigest(token);
   auto rows = db_.RunIdempotent("line_entry", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return n.exec_prepared("line_entry", painting, digest);
+    return Exec(n, "line_entry", painting, digest);
   });
   if (auto* f = std::get_if<DbFailure>(&rows)) return *f;
   const pqxx::result& r = std::get<pqxx::result>(rows);
@@ -106,7 +107,7 @@ LineLeaveOutcome LineStore::Leave(const std::string& painting, const std::string
   // Idempotent: a second run finds the entry 'left' and changes nothing.
   auto rows = db_.RunIdempotent("line_leave", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return n.exec_prepared1("line_leave", painting, digest);
+    return Exec1(n, "line_leave", painting, digest);
   });
   if (auto* f = std::get_if<DbFailure>(&rows)) return *f;
   const pqxx::row& row = std::get<pqxx::row>(rows);
@@ -122,7 +123,7 @@ LineLeaveOutcome LineStore::Leave(const std::string& painting, const std::string
 DbResult<std::optional<std::int64_t>> LineStore::Length(const std::string& painting) {
   return db_.RunIdempotent("line_length", [&](pqxx::connection& c) -> std::optional<std::int64_t> {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("line_length", painting);
+    pqxx::result r = Exec(n, "line_length", painting);
     if (r.empty()) return std::nullopt;
     return r[0]["line_length"].as<std::int64_t>();
   });
@@ -134,7 +135,7 @@ DbResult<std::optional<LineCleared>> LineStore::Clear(const std::string& paintin
   // Not idempotent: each run writes an audit row.
   auto cleared = db_.Run("line_clear", [&](pqxx::connection& c) -> std::optional<LineCleared> {
     pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1("line_clear", painting, reason, actor);
+    pqxx::row row = Exec1(n, "line_clear", painting, reason, actor);
     if (row[0].is_null()) return std::nullopt;
     return LineCleared{painting, row[0].as<std::int64_t>()};
   });
@@ -148,7 +149,7 @@ DbResult<std::vector<LineListEntry>> LineStore::List(const std::string& painting
   return db_.RunIdempotent("line_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<LineListEntry> out;
-    for (const auto& row : n.exec_prepared("line_list", painting)) {
+    for (const auto& row : Exec(n, "line_list", painting)) {
       LineListEntry e;
       e.id = row["entry_id"].as<std::int64_t>();
       e.state = row["state"].as<std::string>();

@@ -6,6 +6,7 @@
 #include "locks/availability_publisher.h"
 #include "locks/reservations.h"
 #include "locks/row_json.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -55,7 +56,7 @@ DbResult<nlohmann::json> OperatorQueries::Events(const std::optional<std::string
                                                  long long limit) {
   return db_.Run("admin_events", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return RowsJson(n.exec_prepared("admin_events", session, since_instant, since_seconds, limit));
+    return RowsJson(Exec(n, "admin_events", session, since_instant, since_seconds, limit));
   });
 }
 
@@ -66,10 +67,10 @@ DbResult<HoldsListing> OperatorQueries::Holds(const std::optional<std::string>& 
   return db_.Run("admin_holds", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     HoldsListing l;
-    if (painting) l.painting_known = !n.exec_prepared("admin_painting", *painting).empty();
-    l.holds = RowsJson(
-        n.exec_prepared("admin_holds", painting, condition, older_than_seconds, recent_seconds),
-        {"paintings"});
+    if (painting) l.painting_known = !Exec(n, "admin_painting", *painting).empty();
+    l.holds =
+        RowsJson(Exec(n, "admin_holds", painting, condition, older_than_seconds, recent_seconds),
+                 {"paintings"});
     return l;
   });
 }
@@ -81,12 +82,12 @@ DbResult<StoryRows> OperatorQueries::Story(const std::optional<std::string>& pai
     pqxx::nontransaction n(c);
     StoryRows s;
     if (painting) {
-      pqxx::result p = n.exec_prepared("admin_painting", *painting);
+      pqxx::result p = Exec(n, "admin_painting", *painting);
       if (p.empty()) return s;
       s.painting = RowJson(p[0]);
     }
     s.reservations =
-        RowsJson(n.exec_prepared("admin_reservations", painting, reservation, session), {"items"});
+        RowsJson(Exec(n, "admin_reservations", painting, reservation, session), {"items"});
     std::vector<std::string> ids, sessions;
     if (session) sessions.push_back(*session);
     for (const auto& r : s.reservations) {
@@ -98,9 +99,9 @@ DbResult<StoryRows> OperatorQueries::Story(const std::optional<std::string>& pai
     }
     const std::string id_array = TextArrayLiteral(ids);
     const std::string session_array = TextArrayLiteral(sessions);
-    s.events = RowsJson(n.exec_prepared("admin_story_events", session_array, id_array));
-    s.audit = RowsJson(n.exec_prepared("admin_story_audit", painting, id_array, session_array),
-                       {"details"});
+    s.events = RowsJson(Exec(n, "admin_story_events", session_array, id_array));
+    s.audit =
+        RowsJson(Exec(n, "admin_story_audit", painting, id_array, session_array), {"details"});
     return s;
   });
 }
@@ -108,7 +109,7 @@ DbResult<StoryRows> OperatorQueries::Story(const std::optional<std::string>& pai
 DbResult<nlohmann::json> OperatorQueries::ReconcileCandidates() {
   return db_.Run("admin_reconcile_candidates", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return RowsJson(n.exec_prepared("admin_reconcile_candidates"), {"paintings"});
+    return RowsJson(Exec(n, "admin_reconcile_candidates"), {"paintings"});
   });
 }
 
@@ -117,7 +118,7 @@ DbResult<std::optional<FencedReservation>> OperatorQueries::Fenced(
   return db_.Run("admin_reservations", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     const std::optional<std::string> none;
-    pqxx::result r = n.exec_prepared("admin_reservations", none, reservation_id, none);
+    pqxx::result r = Exec(n, "admin_reservations", none, reservation_id, none);
     return r.empty() ? std::nullopt : std::optional<FencedReservation>(FencedReservationOf(r[0]));
   });
 }
@@ -127,9 +128,8 @@ DbResult<FencedReleaseAnswer> OperatorQueries::ReleaseFenced(
     const std::optional<std::string>& stripe_status) {
   auto answer = db_.Run("admin_release", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    pqxx::row row =
-        n.exec_prepared1("admin_release", seen.reservation_id, seen.state,
-                         FenceArrayLiteral(seen.fences), reason, actor, forced, stripe_status);
+    pqxx::row row = Exec1(n, "admin_release", seen.reservation_id, seen.state,
+                          FenceArrayLiteral(seen.fences), reason, actor, forced, stripe_status);
     return FencedReleaseAnswer{row["outcome"].as<std::string>(),
                                row["state_now"].as<std::string>("")};
   });
@@ -143,7 +143,7 @@ DbResult<std::optional<std::string>> OperatorQueries::ReservationState(
     const std::string& reservation_id) {
   return db_.Run("admin_reservation_state", [&](pqxx::connection& c) -> std::optional<std::string> {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("admin_reservation_state", reservation_id);
+    pqxx::result r = Exec(n, "admin_reservation_state", reservation_id);
     if (r.empty()) return std::nullopt;
     return r[0]["state"].as<std::string>();
   });
@@ -155,7 +155,7 @@ DbResult<SoldFlagChange> OperatorQueries::SetSoldFlag(const std::string& paintin
   const char* statement = sold ? "admin_mark_sold" : "admin_mark_unsold";
   auto changed = db_.Run(statement, [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1(statement, painting, reason, actor);
+    pqxx::row row = Exec1(n, statement, painting, reason, actor);
     SoldFlagChange change;
     change.outcome = row["outcome"].as<std::string>();
     if (sold) {
@@ -176,7 +176,7 @@ DbResult<SoldFlagChange> OperatorQueries::SetSoldFlag(const std::string& paintin
 DbResult<SweepCounts> OperatorQueries::SweepPreview(long long older_than_seconds) {
   return db_.Run("admin_sweep_preview", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return CountsOf(n.exec_prepared1("admin_sweep_preview", older_than_seconds),
+    return CountsOf(Exec1(n, "admin_sweep_preview", older_than_seconds),
                     {"reservations", "released", "refunded", "lapsed", "items", "holders",
                      "kept_stripe_unknown"});
   });
@@ -185,7 +185,7 @@ DbResult<SweepCounts> OperatorQueries::SweepPreview(long long older_than_seconds
 DbResult<SweepCounts> OperatorQueries::SweepBatch(long long older_than_seconds, int batch) {
   return db_.Run("admin_sweep", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return CountsOf(n.exec_prepared1("admin_sweep", older_than_seconds, batch),
+    return CountsOf(Exec1(n, "admin_sweep", older_than_seconds, batch),
                     {"reservations_deleted", "released_deleted", "refunded_deleted",
                      "lapsed_deleted", "items_deleted", "holders_cleared", nullptr});
   });

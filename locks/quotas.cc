@@ -1,6 +1,7 @@
 #include "locks/quotas.h"
 
 #include "locks/reservations.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -32,8 +33,7 @@ const QuotaPolicy* QuotaStore::Find(const std::string& name) const {
 ConsumeOutcome QuotaStore::Consume(const QuotaPolicy& quota, const std::string& subject) {
   auto decided = db_.Run("quota_consume", [&](pqxx::connection& c) -> ConsumeOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    pqxx::row row =
-        n.exec_prepared1("quota_consume", quota.name, subject, quota.limit, quota.time_zone);
+    pqxx::row row = Exec1(n, "quota_consume", quota.name, subject, quota.limit, quota.time_zone);
     const int used = row["used"].as<int>();
     const std::string resets_at = row["resets_at"].as<std::string>();
     if (row["allowed"].as<bool>()) return QuotaAllowed{used, quota.limit, resets_at};
@@ -46,7 +46,7 @@ ConsumeOutcome QuotaStore::Consume(const QuotaPolicy& quota, const std::string& 
 DbResult<QuotaUsage> QuotaStore::Usage(const QuotaPolicy& quota, const std::string& subject) {
   return db_.Run("quota_get", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1("quota_get", quota.name, subject, quota.time_zone);
+    pqxx::row row = Exec1(n, "quota_get", quota.name, subject, quota.time_zone);
     QuotaUsage u;
     u.used = row["used"].as<int>();
     u.limit = quota.limit;
@@ -65,7 +65,7 @@ DbResult<int> QuotaStore::Reset(const QuotaPolicy& quota, const std::string& sub
                                 const std::optional<std::string>& reason) {
   return db_.Run("quota_reset", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return n.exec_prepared1("quota_reset", quota.name, subject, quota.time_zone, actor, reason)[0]
+    return Exec1(n, "quota_reset", quota.name, subject, quota.time_zone, actor, reason)[0]
         .as<int>();
   });
 }
@@ -77,7 +77,7 @@ DbResult<std::vector<std::string>> QuotaStore::UnknownTimeZones() {
   return db_.Run("quota_unknown_time_zones", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<std::string> unknown;
-    for (const auto& row : n.exec_prepared("quota_unknown_time_zones", array)) {
+    for (const auto& row : Exec(n, "quota_unknown_time_zones", array)) {
       unknown.push_back(row[0].as<std::string>());
     }
     return unknown;

@@ -1,5 +1,7 @@
 #include "locks/rate_limits.h"
 
+#include "locks/statements.h"
+
 namespace paintlock::locks {
 
 TakeOutcome RateLimiter::Take(const std::string& key, const std::string& bucket,
@@ -13,8 +15,8 @@ TakeOutcome RateLimiter::Take(const std::string& key, const std::string& bucket,
 
   auto taken = db_.Run("ratelimit_take", [&](pqxx::connection& c) -> TakeOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    pqxx::row row = n.exec_prepared1("ratelimit_take", resolved->key, static_cast<int>(cost),
-                                     std::to_string(b.capacity), b.refill_per_second);
+    pqxx::row row = Exec1(n, "ratelimit_take", resolved->key, static_cast<int>(cost),
+                          std::to_string(b.capacity), b.refill_per_second);
     const std::int64_t remaining = row["remaining"].as<std::int64_t>();
     if (row["allowed"].as<bool>()) return RateAllowed{resolved->key, remaining};
     const std::int64_t wait = row["retry_after"].as<std::int64_t>(1);

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "locks/availability_publisher.h"
 #include "locks/lines.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -63,8 +64,8 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
   const std::optional<std::string> id = NewReservationId();
   auto rows = db_.Run("reserve", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    return n.exec_prepared("reserve", cart, static_cast<int>(hold_ttl_.count()), buyer_ref, id,
-                           line_digest);
+    return Exec(n, "reserve", cart, static_cast<int>(hold_ttl_.count()), buyer_ref, id,
+                line_digest);
   });
   if (auto* failure = std::get_if<DbFailure>(&rows)) {
     if (failure->may_have_committed && id) return Recover(*id, *failure);
@@ -131,8 +132,7 @@ DbResult<bool> ReservationStore::AttachSession(const std::string& reservation_id
   // Idempotent: attaching the same session again changes nothing.
   return db_.RunIdempotent("attach_session", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return n.exec_prepared1("attach_session", reservation_id, session_id, expires_at_unix)[0]
-        .as<bool>();
+    return Exec1(n, "attach_session", reservation_id, session_id, expires_at_unix)[0].as<bool>();
   });
 }
 
@@ -143,7 +143,7 @@ DbResult<ReleaseOutcome> ReservationStore::Release(const std::string& reservatio
   // Idempotent: a second release finds the reservation released already.
   auto released = db_.RunIdempotent("release", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1("release", reservation_id, reason, actor);
+    pqxx::row row = Exec1(n, "release", reservation_id, reason, actor);
     if (row[0].is_null()) return ReleaseOutcome{ReleaseResult::kNotFound, ""};
     std::string state = row[0].as<std::string>();
     return ReleaseOutcome{state == "released" ? ReleaseResult::kReleased : ReleaseResult::kNotHeld,
@@ -166,7 +166,7 @@ DbResult<std::optional<ReservationView>> ReservationStore::Get(const std::string
   if (!LooksLikeUuid(reservation_id)) return Result{};
   return db_.RunIdempotent("reservation_get", [&](pqxx::connection& c) -> Result {
     pqxx::nontransaction n(c);
-    pqxx::result r = n.exec_prepared("reservation_get", reservation_id);
+    pqxx::result r = Exec(n, "reservation_get", reservation_id);
     if (r.empty()) return std::nullopt;
     const auto& row = r[0];
     ReservationView v;

@@ -2,6 +2,7 @@
 
 #include "locks/availability_publisher.h"
 #include "locks/reservations.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -12,10 +13,10 @@ DbResult<SessionApplied> SessionStore::Apply(const SessionFacts& facts, const st
       LooksLikeUuid(facts.reservation_id) ? NullIfEmpty(facts.reservation_id) : std::nullopt;
   auto applied = db_.Run("apply_session", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    pqxx::row row = n.exec_prepared1(
-        "apply_session", NullIfEmpty(event_id), event_type, facts.session_id, reservation,
-        NullIfEmpty(facts.status), NullIfEmpty(facts.payment_status),
-        NullIfEmpty(facts.payment_intent), actor, static_cast<int>(delayed_payment_hold_.count()));
+    pqxx::row row = Exec1(n, "apply_session", NullIfEmpty(event_id), event_type, facts.session_id,
+                          reservation, NullIfEmpty(facts.status), NullIfEmpty(facts.payment_status),
+                          NullIfEmpty(facts.payment_intent), actor,
+                          static_cast<int>(delayed_payment_hold_.count()));
     return SessionApplied{row["outcome"].as<std::string>(),
                           row["reservation_id"].as<std::string>(""),
                           row["payment_intent"].as<std::string>("")};
@@ -30,7 +31,7 @@ DbResult<bool> SessionStore::RecordRefund(const std::string& reservation_id,
                                           const std::string& refund_id, const std::string& actor) {
   return db_.Run("record_refund", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return n.exec_prepared1("record_refund", reservation_id, refund_id, actor)[0].as<bool>();
+    return Exec1(n, "record_refund", reservation_id, refund_id, actor)[0].as<bool>();
   });
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 #include <utility>
 
@@ -417,6 +418,11 @@ StripeResult<Refund> HttpsStripeClient::CreateRefund(const std::string& payment_
     return Send<Refund>("POST", "/v1/refunds", EncodeForm({{"payment_intent", payment_intent}}),
                         idempotency_key);
   });
+}
+
+bool LooksLikeStripeVersion(const std::string& version) {
+  static const std::regex re(R"(^[0-9]{4}-[0-9]{2}-[0-9]{2}(\.[a-z]{1,32})?$)");
+  return std::regex_match(version, re);
 }
 
 }  // namespace paintlock::stripe

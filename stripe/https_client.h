@@ -41,6 +41,10 @@ namespace paintlock::stripe {
 // The API version paintlock is written against (npm `stripe` v23).
 inline constexpr char kDefaultStripeVersion[] = "2026-10-28.endive";
 
+// A Stripe API version as STRIPE_API_VERSION gives it: YYYY-MM-DD, optionally
+// followed by a release name (".endive").
+bool LooksLikeStripeVersion(const std::string& version);
+
 struct HttpsClientOptions {
   // scheme://host[:port] with at most a trailing "/". https for anything but
   // loopback (127.0.0.0/8, localhost, [::1]), where http is also accepted.

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# CI's package check: builds the Debian package, installs it with dpkg -i,
+# runs both binaries' --version, checks the systemd units with
+# `systemd-analyze verify`, and removes the package again. Modifies the
+# machine (a package and a system user): CI runs it on its throw-away machine;
+# elsewhere run it only where that is fine. Root only.
+#
+#   deploy/package-test.sh [BUILD]    (default: build)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+cd "$here"
+if [[ "${1:-}" == --help || "${1:-}" == -h ]]; then
+  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+[[ $(id -u) -eq 0 ]] || { echo "package-test: needs root (dpkg -i)" >&2; exit 2; }
+
+deb=$(make -s package BUILD="$build" | tail -1)
+echo "package-test: built $deb" >&2
+dpkg-deb --info "$deb" | sed -n 's/^ \(Package\|Version\|Depends\):/  \1:/p' >&2
+trap 'dpkg -P paintlock >/dev/null 2>&1 || true' EXIT
+dpkg -i "$deb" >/dev/null
+
+version=$(sed -n 's/^project(paintlock VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+fail=0
+for bin in paintlock paintlockctl; do
+  got=$(/usr/bin/$bin --version)
+  echo "package-test: /usr/bin/$bin --version: $got" >&2
+  [[ "$got" == *"$version"* ]] || { echo "package-test: $bin does not say $version" >&2; fail=1; }
+done
+getent passwd paintlock >/dev/null || { echo "package-test: no paintlock user" >&2; fail=1; }
+mode=$(stat -c '%a %U:%G' /etc/paintlock/paintlock.env)
+[[ "$mode" == "640 root:paintlock" ]] ||
+  { echo "package-test: /etc/paintlock/paintlock.env is $mode, not 640 root:paintlock" >&2; fail=1; }
+# verify checks every unit's syntax, its ExecStart binaries and the timer's service.
+if ! systemd-analyze verify /lib/systemd/system/paintlock.service \
+  /lib/systemd/system/paintlock-reconcile.service /lib/systemd/system/paintlock-reconcile.timer; then
+  echo "package-test: systemd-analyze verify found problems" >&2
+  fail=1
+fi
+((fail == 0)) && echo "package-test: installed, --version $version, units verified" >&2
+exit $fail
