@@ -54,13 +54,15 @@ bench: build
 # The seeded fault campaign (chaos/): two gateways, PostgreSQL and the fake
 # Stripe under faults the seed chooses, then the invariant checker. SEED empty:
 # a random seed, printed with the ledger (build/chaos/ledger-SEED.md).
-# HA=1: against a Patroni cluster whose primary is killed (fixtures/deps.sh --ha first).
-SEED    ?=
-MINUTES ?= 2
-HA      ?=
+# HA=1: against a Patroni cluster whose primary is killed (fixtures/deps.sh --ha first);
+# PGBOUNCER=1: the same with the gateways' pools through PgBouncer.
+SEED      ?=
+MINUTES   ?= 2
+HA        ?=
+PGBOUNCER ?=
 chaos: build
 	@$(BUILD)/paintlock-chaos --seed "$(SEED)" --minutes $(MINUTES) --out $(BUILD)/chaos \
-	  $(if $(HA),--ha)
+	  $(if $(HA),--ha) $(if $(PGBOUNCER),--pgbouncer)
 
 # Sanitizer builds: -O1 keeps the suite fast enough for CI, and -g1 (line
 # tables only) keeps the reports' file:line while compiling much faster than

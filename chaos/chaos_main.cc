@@ -66,6 +66,10 @@ void HarnessFailure(const doctest::AssertData& ad) {
                            std::to_string(ad.m_line) + ": " + ad.m_expr);
 }
 
+std::string ReplayFlags(const CampaignShape& shape) {
+  return shape.pgbouncer ? " PGBOUNCER=1" : shape.ha ? " HA=1" : "";
+}
+
 std::string Secs(std::int64_t ms) {
   std::ostringstream o;
   o.setf(std::ios::fixed);
@@ -108,16 +112,20 @@ std::vector<std::string> History(const Violation& v, const std::vector<Answer>& 
   return out;
 }
 
-std::string RenderLedger(std::uint64_t seed, double minutes, bool ha,
+std::string RenderLedger(std::uint64_t seed, double minutes, const CampaignShape& shape,
                          const std::vector<Step>& steps, const std::vector<Answer>& answers,
                          const std::vector<std::string>& settle, const Rig::RelayStats& relay,
                          const std::vector<InvariantResult>& results, const std::string& failover,
                          const std::string& out_dir) {
   std::ostringstream o;
-  o << "# paintlock chaos ledger" << (ha ? " (HA: Patroni cluster, primary kills)" : "") << "\n\n";
+  o << "# paintlock chaos ledger"
+    << (shape.pgbouncer ? " (HA through PgBouncer: Patroni cluster, primary kills)"
+        : shape.ha      ? " (HA: Patroni cluster, primary kills)"
+                        : "")
+    << "\n\n";
   o << "seed " << seed << ", " << minutes << " min; schedule of " << steps.size()
     << " steps, fingerprint " << std::hex << Fingerprint(steps) << std::dec << "\n";
-  o << "replay: make chaos SEED=" << seed << " MINUTES=" << minutes << (ha ? " HA=1" : "")
+  o << "replay: make chaos SEED=" << seed << " MINUTES=" << minutes << ReplayFlags(shape)
     << "  (the same steps at the same times; the wall-clock interleaving of concurrent "
        "clients may differ)\n\n";
 
@@ -208,9 +216,10 @@ int main(int argc, char** argv) {
   double minutes = 2;
   std::string out_dir = paintlock::testing::BuildDir() + "/chaos";
   bool dry_run = false;
-  bool ha = false;
+  bool ha = false, pgbouncer = false;
   const char* usage =
-      "usage: paintlock-chaos [--seed N] [--minutes M] [--out DIR] [--ha] [--dry-run]\n"
+      "usage: paintlock-chaos [--seed N] [--minutes M] [--out DIR] [--ha] [--pgbouncer]\n"
+      "                       [--dry-run]\n"
       "\n"
       "A seeded fault campaign: a private PostgreSQL, the fake Stripe and two gateways,\n"
       "buyers, webhooks and operator actions interleaved with the faults the seed draws;\n"
@@ -225,6 +234,9 @@ int main(int argc, char** argv) {
       "               faults kill its primary node (SIGKILL) and bring the node back; the\n"
       "               ledger prints each gateway's outage and what was acknowledged and kept.\n"
       "               Fails when a gateway needs more than 10 s to acknowledge a write again\n"
+      "  --pgbouncer  --ha with the gateways' pools through PgBouncer (transaction pooling,\n"
+      "               fixtures/ha/pgbouncer.sh; PAINTLOCK_DB_STATEMENTS=unnamed) and their\n"
+      "               LISTEN on the multi-host URL (PAINTLOCK_LISTEN_DATABASE_URL)\n"
       "  --dry-run    print the schedule and exit\n"
       "\n"
       "Exit 0: every invariant held; 1: a violation (seed and history printed);\n"
@@ -240,8 +252,9 @@ int main(int argc, char** argv) {
       dry_run = true;
       continue;
     }
-    if (flag == "--ha") {
+    if (flag == "--ha" || flag == "--pgbouncer") {
       ha = true;
+      pgbouncer = pgbouncer || flag == "--pgbouncer";
       continue;
     }
     if (flag != "--seed" && flag != "--minutes" && flag != "--out") {
@@ -273,8 +286,12 @@ int main(int argc, char** argv) {
     std::cerr << "chaos: --minutes must be in (0, 60]\n";
     return 2;
   }
+  const std::int64_t duration_ms = static_cast<std::int64_t>(minutes * 60000);
+  CampaignShape shape = ShapeFor(duration_ms);
+  shape.ha = ha;
+  shape.pgbouncer = pgbouncer;
   std::cout << "chaos: seed " << seed << ", " << minutes << " min (replay: make chaos SEED=" << seed
-            << " MINUTES=" << minutes << (ha ? " HA=1" : "") << ")" << std::endl;
+            << " MINUTES=" << minutes << ReplayFlags(shape) << ")" << std::endl;
 
   CloseInheritedOnExec();
   doctest::Context context;
@@ -285,9 +302,6 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   mkdir(out_dir.c_str(), 0755);
 
-  const std::int64_t duration_ms = static_cast<std::int64_t>(minutes * 60000);
-  CampaignShape shape = ShapeFor(duration_ms);
-  shape.ha = ha;
   const std::vector<Step> steps = MakeSchedule(seed, duration_ms, shape);
 
   if (dry_run) {
@@ -345,8 +359,8 @@ int main(int argc, char** argv) {
   }
   rig.reset();  // every process stops here, the cluster included
 
-  const std::string ledger =
-      RenderLedger(seed, minutes, ha, steps, in.answers, settle, relay, results, failover, out_dir);
+  const std::string ledger = RenderLedger(seed, minutes, shape, steps, in.answers, settle, relay,
+                                          results, failover, out_dir);
   std::cout << ledger << std::flush;
   std::ofstream(out_dir + "/ledger-" + std::to_string(seed) + ".md") << ledger;
   WriteAnswers(out_dir + "/answers-" + std::to_string(seed) + ".jsonl", in.answers);

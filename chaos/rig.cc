@@ -96,6 +96,15 @@ Rig::Rig(const std::string& work_dir, const CampaignShape& shape)
       database_url_.replace(database_url_.find("/postgres?"), 10, "/" + name + "?");
       if (!EveryNodeHas()) throw std::runtime_error("a standby never had the shop's database");
     }
+    pool_url_ = database_url_;
+    if (shape.ha && shape.pgbouncer) {
+      const auto bouncer = testing::RunToCompletion(
+          {testing::SourceDir() + "/fixtures/ha/pgbouncer.sh", "start", cluster_dir_}, {}, 60s);
+      if (bouncer.exit_code != 0)
+        throw std::runtime_error("PgBouncer did not start: " + bouncer.err);
+      pool_url_ = bouncer.out.substr(0, bouncer.out.find('\n'));
+      pool_url_.replace(pool_url_.find("/postgres?"), 10, "/" + DatabaseName(database_url_) + "?");
+    }
 
     relay_.Post("/hook",
                 [this](const httplib::Request& req, httplib::Response& res) { Relay(req, res); });
@@ -165,7 +174,12 @@ bool Rig::StartGateway(int gw) {
   while (std::chrono::steady_clock::now() < deadline) {
     try {
       auto env = GatewayEnv(shape_);
-      env["DATABASE_URL"] = database_url_;
+      env["DATABASE_URL"] = pool_url_;
+      if (pool_url_ != database_url_) {
+        // Transaction pooling: no named statements, and LISTEN needs a session of its own.
+        env["PAINTLOCK_DB_STATEMENTS"] = "unnamed";
+        env["PAINTLOCK_LISTEN_DATABASE_URL"] = database_url_;
+      }
       gateways_[gw] = std::make_unique<testing::Gateway>(
           *db_, stripe_->base(), testing::GatewayOptions{env, gateway_ports_[gw]});
       return true;

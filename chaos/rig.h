@@ -91,6 +91,7 @@ class Rig {
   bool EveryNodeHas() const;
 
   std::string cluster_dir_, script_, database_url_;
+  std::string pool_url_;  // the gateways' DATABASE_URL: database_url_, or PgBouncer's
   CampaignShape shape_;
   std::unique_ptr<testing::TestDatabase> db_;
   httplib::Server relay_;

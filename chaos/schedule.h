@@ -90,6 +90,10 @@ struct CampaignShape {
   // killed, and each gateway gets a top-up every few hundred ms, so an outage is measured
   // to a fraction of a second.
   bool ha = false;
+  // With ha: the gateways' pools go through PgBouncer in transaction pooling
+  // (fixtures/ha/pgbouncer.sh, unnamed statements), their LISTEN straight to the cluster. The
+  // schedule does not change.
+  bool pgbouncer = false;
 };
 
 // The default shape, with a catalogue big enough for the window to move for
