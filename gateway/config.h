@@ -95,6 +95,12 @@ struct Config {
   int max_connections_per_address = 64;      // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
   // PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS: how soon a lost publish heals.
   std::chrono::seconds availability_full_read{30};
+
+  // PAINTLOCK_ON_DATABASE_DOWN: what a checkout does when the database cannot
+  // be reached (checkout/offline_checkout.h). false (refuse): 503, nothing
+  // charged. true (sell): a Stripe session priced from the catalogue snapshot
+  // in memory, applied as a late payment when the database is back.
+  bool sell_when_database_down = false;
 };
 
 // Reads every setting; each problem found is appended to *problems as one

@@ -52,3 +52,18 @@ TEST_CASE("webhook secrets are a comma-separated list for rolling") {
   CHECK(c.stripe_webhook_secrets == std::vector<std::string>{"whsec_old", "whsec_new"});
   CHECK(c.listen_port == 9000);
 }
+
+TEST_CASE("PAINTLOCK_ON_DATABASE_DOWN is refuse by default, sell on request, else a problem") {
+  std::vector<std::string> problems;
+  CHECK_FALSE(ParseConfig(MapEnv(kMinimal), &problems).sell_when_database_down);
+  auto vars = kMinimal;
+  vars["PAINTLOCK_ON_DATABASE_DOWN"] = "sell";
+  CHECK(ParseConfig(MapEnv(vars), &problems).sell_when_database_down);
+  vars["PAINTLOCK_ON_DATABASE_DOWN"] = "refuse";
+  CHECK_FALSE(ParseConfig(MapEnv(vars), &problems).sell_when_database_down);
+  REQUIRE(problems.empty());
+  vars["PAINTLOCK_ON_DATABASE_DOWN"] = "Sell";
+  ParseConfig(MapEnv(vars), &problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].rfind("PAINTLOCK_ON_DATABASE_DOWN: must be refuse or sell", 0) == 0);
+}

@@ -116,6 +116,17 @@ int main(int argc, char** argv) {
       config.public_url + "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}";
   settings.cancel_url = config.cancel_url;
   settings.session_ttl = config.session_ttl;
+  // PAINTLOCK_ON_DATABASE_DOWN=sell: the catalogue as last read, for
+  // checkouts while the database is down (checkout/catalogue_snapshot.h).
+  checkout::CatalogueSnapshot offline_snapshot;
+  if (config.sell_when_database_down) {
+    if (!offline_snapshot.Refresh(catalogue)) {
+      base::LogWarn("catalogue_snapshot_not_read",
+                    {{"why", "checkouts answer 503 while the database is down until it is read"}});
+    }
+    offline_snapshot.StartRefreshing(catalogue, config.availability_full_read);
+    settings.snapshot = &offline_snapshot;
+  }
   checkout::ReleaseService release(*db, stripe_client.get(), &fulfilment, "gateway");
   checkout::Checkout checkout(catalogue, reservations, *stripe_client, fulfilment, audit, release,
                               settings);
@@ -193,7 +204,15 @@ int main(int argc, char** argv) {
   gateway::AvailabilityListenerOptions listener_options;
   listener_options.database = config.database;
   listener_options.full_read_interval = config.availability_full_read;
-  gateway::AvailabilityListener availability_listener(listener_options, availability);
+  locks::AvailabilityFeed::Sink snapshot_sink = nullptr;
+  if (config.sell_when_database_down) {
+    snapshot_sink = [&offline_snapshot](const std::vector<locks::PaintingAvailability>& read) {
+      offline_snapshot.Note(read);
+    };
+    services.offline_snapshot = &offline_snapshot;
+  }
+  gateway::AvailabilityListener availability_listener(listener_options, availability,
+                                                      snapshot_sink);
   availability.SetChangeObserver([&server] { server.WakePushStreams(); });
   availability_listener.Start();
   services.availability = &availability;
@@ -227,13 +246,15 @@ int main(int argc, char** argv) {
     server.stop();
   });
 
-  base::LogInfo("listening", {{"address", config.listen_host + ":" + std::to_string(port)},
-                              {"port", port},
-                              {"public_url", config.public_url},
-                              {"stripe_api_base", config.stripe.api_base},
-                              {"hold_seconds", config.hold_ttl.count()},
-                              {"database", locks::RedactConnectionString(config.database.url)},
-                              {"reservations_api", !config.api_key.empty()}});
+  base::LogInfo("listening",
+                {{"address", config.listen_host + ":" + std::to_string(port)},
+                 {"port", port},
+                 {"public_url", config.public_url},
+                 {"stripe_api_base", config.stripe.api_base},
+                 {"hold_seconds", config.hold_ttl.count()},
+                 {"database", locks::RedactConnectionString(config.database.url)},
+                 {"reservations_api", !config.api_key.empty()},
+                 {"on_database_down", config.sell_when_database_down ? "sell" : "refuse"}});
   if (config.stripe_webhook_secrets.empty()) {
     base::LogWarn("webhooks_disabled",
                   {{"why", "STRIPE_WEBHOOK_SECRET is not set: every webhook will be refused"}});
@@ -243,6 +264,7 @@ int main(int argc, char** argv) {
   pthread_kill(stopper.native_handle(), SIGTERM);  // a no-op wake-up if it already ran
   stopper.join();
   availability_listener.Stop();
+  offline_snapshot.StopRefreshing();
   base::LogInfo("stopped");
   return 0;
 }
