@@ -9,6 +9,9 @@
 // refuse: nothing changes from what it always did.
 #include <doctest/doctest.h>
 
+#include <pqxx/pqxx>
+#include <thread>
+
 #include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
 #include "tests/support/private_cluster.h"
@@ -133,8 +136,9 @@ TEST_CASE("sell mode: database down, checkout 201 from the snapshot, the webhook
   CheckInvariants(db);
 }
 
-TEST_CASE_FIXTURE(SellingShop,
-                  "sell mode: a painting sold to another buyer meanwhile is refunded once, audited") {
+TEST_CASE_FIXTURE(
+    SellingShop,
+    "sell mode: a painting sold to another buyer meanwhile is refunded once, audited") {
   cluster.Stop();
   auto [offline, offline_session] = BoughtOffline(shop, {"p1"});
   // The buyer pays while the database is down; that webhook is lost.
@@ -211,6 +215,38 @@ TEST_CASE_FIXTURE(SellingShop,
   WebhooksSettled(shop);
   CHECK(db.Scalar("SELECT count(*) FROM reservations") == "0");
   CHECK(PaintingState(db, "p6") == "available");
+  CheckInvariants(db);
+}
+
+TEST_CASE("sell mode: a reservation the database may have committed is never sold offline too") {
+  PrivateCluster cluster;
+  TestDatabase db;
+  auto env = kSell;
+  env["PAINTLOCK_DB_LOCK_TIMEOUT_MS"] = "20000";
+  Shop shop(db, env);
+  Reply reply;
+  {
+    // The reservation waits on p1's lock row; the database stops under it, so
+    // its outcome is unknown and cannot be looked up.
+    pqxx::connection blocker(db.url());
+    pqxx::work hold(blocker);
+    hold.exec("SELECT 1 FROM painting_locks WHERE painting_id = 'p1' FOR UPDATE");
+    std::thread buyer([&] { reply = Checkout(shop, {"p1"}); });
+    const bool waiting = Eventually([&] {
+      return db.Scalar(
+                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                 "'paintlock' AND wait_event_type = 'Lock'") == "1";
+    });
+    if (waiting) cluster.Stop();
+    buyer.join();
+    REQUIRE(waiting);
+  }
+  CHECK(reply.status == 503);
+  CHECK(reply.json["code"] == "unavailable");
+  CHECK(reply.json["message"].get<std::string>().find("may be held") != std::string::npos);
+  CHECK(shop.stripe.Sessions().empty());
+  CHECK(Request(shop.gateway.base(), "GET", "/healthz").json["offline_checkouts"] == 0);
+  cluster.Start();
   CheckInvariants(db);
 }
 
