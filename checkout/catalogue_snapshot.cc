@@ -32,15 +32,26 @@ std::optional<Clock::time_point> ParseRfc3339(const std::string& text) {
 CatalogueSnapshot::~CatalogueSnapshot() { StopRefreshing(); }
 
 bool CatalogueSnapshot::Refresh(locks::Catalogue& catalogue) {
+  const auto started = std::chrono::steady_clock::now();
   auto listed = catalogue.List();
   if (std::holds_alternative<locks::DbFailure>(listed)) return false;
   const Clock::time_point now = Clock::now();
   std::map<std::string, Painting> fresh;
   for (const auto& v : std::get<std::vector<locks::PaintingView>>(listed)) {
-    Painting p{v.entry, true, v.state, now + std::chrono::seconds(v.retry_after_seconds)};
+    Painting p{v.entry, true, v.state, now + std::chrono::seconds(v.retry_after_seconds), {}};
     fresh.emplace(v.entry.id, std::move(p));
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // The feed may have told of a change after this read began: the newer
+  // state wins, the read's prices stay.
+  for (auto& [id, p] : fresh) {
+    auto old = paintings_.find(id);
+    if (old != paintings_.end() && old->second.noted_at > started) {
+      p.state = old->second.state;
+      p.free_at = old->second.free_at;
+      p.noted_at = old->second.noted_at;
+    }
+  }
   paintings_ = std::move(fresh);
   read_ = true;
   return true;
@@ -78,6 +89,7 @@ void CatalogueSnapshot::Note(const std::vector<locks::PaintingAvailability>& rea
     p.entry.id = a.painting;
     p.state = a.state;
     if (a.state == "reserved") p.free_at = ParseRfc3339(a.free_at).value_or(now);
+    p.noted_at = std::chrono::steady_clock::now();
   }
 }
 

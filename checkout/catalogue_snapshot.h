@@ -11,7 +11,7 @@
 //     (StartRefreshing); a failed read keeps what it had.
 //   * Note(): every read of the availability feed (states, no prices), so a
 //     sale or a hold reaches the snapshot as soon as the live stream hears
-//     of it.
+//     of it. A full read that began before such news does not undo it.
 //   * HoldOffline(): a cart this gateway sold while the database was down is
 //     held here until its session expires, so one gateway does not sell a
 //     painting twice during an outage. Another gateway may: that sale is
@@ -28,8 +28,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <variant>
@@ -79,16 +79,17 @@ class CatalogueSnapshot {
  private:
   struct Painting {
     locks::CatalogueEntry entry;
-    bool priced = false;  // entry comes from a full read (Note() may know only the state)
-    std::string state;    // available | reserved | sold
+    bool priced = false;        // entry comes from a full read (Note() may know only the state)
+    std::string state;          // available | reserved | sold
     Clock::time_point free_at;  // while reserved
+    std::chrono::steady_clock::time_point noted_at;  // when Note() last set the state
   };
 
   mutable std::mutex mu_;
   std::map<std::string, Painting> paintings_;  // guarded by mu_
   // Paintings sold offline by this gateway: until when.  Guarded by mu_.
   std::map<std::string, Clock::time_point> offline_holds_;
-  bool read_ = false;                          // guarded by mu_: a full read succeeded
+  bool read_ = false;  // guarded by mu_: a full read succeeded
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
