@@ -8,9 +8,9 @@ namespace paintlock::webhooks {
 
 namespace {
 
-constexpr size_t kMaxValue = 500;       // Stripe's limit on a metadata value
-constexpr size_t kMaxPaintings = 100;   // a cart's limit, as for every checkout
-constexpr int kMaxCartKeys = 20;        // 100 items of at most 77 characters need 16
+constexpr size_t kMaxValue = 500;                // Stripe's limit on a metadata value
+constexpr size_t kMaxPaintings = 100;            // a cart's limit, as for every checkout
+constexpr int kMaxCartKeys = 20;                 // 100 items of at most 77 characters need 16
 constexpr std::int64_t kMaxPrice = 99999999999;  // paintings.price_minor's CHECK
 
 std::string CartKey(int i) { return "paintlock_cart_" + std::to_string(i); }

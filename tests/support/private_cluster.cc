@@ -23,7 +23,9 @@ PrivateCluster::~PrivateCluster() {
   RunToCompletion({"/bin/sh", "-c", "rm -rf \"$(readlink -f \"$0/cluster\")\" \"$0\"", dir_}, {});
 }
 
-void PrivateCluster::Stop() { REQUIRE(RunToCompletion({script_, "stop", dir_}, {}).exit_code == 0); }
+void PrivateCluster::Stop() {
+  REQUIRE(RunToCompletion({script_, "stop", dir_}, {}).exit_code == 0);
+}
 
 void PrivateCluster::Start() {
   CompletedProcess started = RunToCompletion({script_, "start", dir_}, {});
