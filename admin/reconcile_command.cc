@@ -38,14 +38,17 @@ With --offline-since, it also lists the Checkout Sessions created at Stripe in
 that time and applies every completed one a gateway made while the database
 was down (PAINTLOCK_ON_DATABASE_DOWN=sell): the database never saw those, so
 only Stripe can name them. Each is sold if its paintings are still free, else
-refunded once and audited — as its webhook would.
+refunded once and audited — as its webhook would. With
+PAINTLOCK_ON_DATABASE_DOWN=sell in the environment (the gateways' settings
+file), --offline-since defaults to 24h.
 
 Options:
   --rate PER_SECOND   at most this many sessions per second (default 20; Stripe
                       allows about 25 requests per second in test mode)
   --offline-since DURATION
                       also apply offline sales created this long ago or later
-                      (30m, 6h, 3d; at most 30d)
+                      (30m, 6h, 3d; at most 30d; default 24h with
+                      PAINTLOCK_ON_DATABASE_DOWN=sell, else none)
 
 Exit codes: 0 every session reconciled, 1 some could not be (run it again later).
 
@@ -143,6 +146,12 @@ int Reconcile(CommandContext& ctx) {
         *offline_since > std::chrono::hours(24 * 30)) {
       return ctx.BadUsage("--offline-since must be a duration such as 30m, 6h or 3d (at most 30d)");
     }
+  }
+  // Where the gateways sell through outages, so does the reconcile timer (it
+  // reads the same settings file): the last day's sessions, which covers every
+  // session still payable (Stripe's longest expiry is 24 hours).
+  if (!offline_since && ctx.env().Lookup("PAINTLOCK_ON_DATABASE_DOWN") == std::string("sell")) {
+    offline_since = std::chrono::hours(24);
   }
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;

@@ -172,8 +172,8 @@ TEST_CASE_FIXTURE(
 
 TEST_CASE_FIXTURE(
     SellingShop,
-    "sell mode: paintlockctl reconcile --offline-since applies an offline sale whose webhook was "
-    "lost") {
+    "sell mode: paintlockctl reconcile in the sellers' settings applies an offline sale whose "
+    "webhook was lost") {
   const std::string stripe = shop.stripe.base();
   cluster.Stop();
   auto [sold, sold_session] = BoughtOffline(shop, {"p8"});
@@ -181,13 +181,16 @@ TEST_CASE_FIXTURE(
   shop.stripe.Control("POST", "/_test/webhooks", {{"drop_next", 1}});
   Pay(shop, sold_session);
   cluster.Start();
-  // Without the option, reconcile cannot know of sessions the database never saw.
+  // Without the option or the setting, reconcile cannot know of sessions the database never saw.
   CHECK(Ctl(db, stripe, {"reconcile", "--json"}).Json()["checked"] == 0);
   CHECK(db.Scalar("SELECT count(*) FROM reservations") == "0");
 
   // Ordinary sessions, made since, are listed too and left alone.
   for (int i = 0; i < 3; ++i) Bought(shop, {"p1" + std::to_string(i)});
-  CompletedProcess run = Ctl(db, stripe, {"reconcile", "--offline-since", "1h", "--json"});
+  // With PAINTLOCK_ON_DATABASE_DOWN=sell (the settings file the reconcile timer shares with
+  // the gateways) it looks back 24 hours by itself.
+  CompletedProcess run =
+      Ctl(db, stripe, {"reconcile", "--json"}, {{"PAINTLOCK_ON_DATABASE_DOWN", "sell"}});
   CHECK(run.exit_code == 0);
   const json r = run.Json();
   CHECK(r["checked"] == 1);  // the unpaid one is left to its webhooks
