@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "webhooks/offline_sale.h"
 
 namespace paintlock::checkout {
 
@@ -38,7 +39,7 @@ StripeFailed FailureOf(const stripe::StripeError& e) {
 CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
                                 const std::optional<std::string>& line_token) {
   auto entries_or = catalogue_.ForCart(cart);
-  if (auto* f = std::get_if<locks::DbFailure>(&entries_or)) return *f;
+  if (auto* f = std::get_if<locks::DbFailure>(&entries_or)) return StartOffline(cart, *f);
   const auto& entries = std::get<std::vector<locks::CatalogueEntry>>(entries_or);
   if (entries.size() != cart.size()) {
     std::set<std::string> known;
@@ -51,7 +52,9 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
   for (const auto& e : entries) currencies.insert(e.currency);
   if (currencies.size() > 1) return MixedCurrency{{currencies.begin(), currencies.end()}};
 
-  ReserveResult reserved = Reserve(cart, std::nullopt, line_token);
+  bool unreachable = false;
+  ReserveResult reserved = Reserve(cart, std::nullopt, line_token, &unreachable);
+  if (unreachable) return StartOffline(cart, std::get<locks::DbFailure>(reserved));
   if (!std::holds_alternative<locks::Granted>(reserved)) {
     return Narrow<CheckoutOutcome>(reserved);
   }
@@ -60,15 +63,7 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
                                         {"paintings", cart},
                                         {"held_until", granted.held_until}});
 
-  stripe::CreateSessionParams params;
-  params.idempotency_key = granted.reservation_id;
-  for (const auto& e : entries) params.line_items.push_back({e.title, e.price_minor, e.currency});
-  params.success_url = settings_.success_url;
-  params.cancel_url = settings_.cancel_url;
-  params.expires_at_unix =
-      static_cast<std::int64_t>(std::time(nullptr)) + settings_.session_ttl.count();
-  params.client_reference_id = granted.reservation_id;
-  params.metadata["reservation_id"] = granted.reservation_id;
+  const stripe::CreateSessionParams params = SessionParams(granted.reservation_id, entries);
   auto created = stripe_.CreateCheckoutSession(params);
   if (const auto* err = stripe::ErrorOf(created)) {
     base::LogWarn("stripe_session_failed", {{"reservation_id", granted.reservation_id},
@@ -108,6 +103,69 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
   return CheckoutStarted{granted.reservation_id, session.url, granted.held_until};
 }
 
+stripe::CreateSessionParams Checkout::SessionParams(
+    const std::string& reservation_id, const std::vector<locks::CatalogueEntry>& entries) const {
+  stripe::CreateSessionParams params;
+  params.idempotency_key = reservation_id;
+  for (const auto& e : entries) params.line_items.push_back({e.title, e.price_minor, e.currency});
+  params.success_url = settings_.success_url;
+  params.cancel_url = settings_.cancel_url;
+  params.expires_at_unix =
+      static_cast<std::int64_t>(std::time(nullptr)) + settings_.session_ttl.count();
+  params.client_reference_id = reservation_id;
+  params.metadata["reservation_id"] = reservation_id;
+  return params;
+}
+
+CheckoutOutcome Checkout::StartOffline(const std::vector<std::string>& cart,
+                                       const locks::DbFailure& failure) {
+  if (settings_.snapshot == nullptr || failure.kind != locks::DbFailureKind::kUnavailable ||
+      failure.may_have_committed) {
+    return failure;
+  }
+  SnapshotPricing priced = settings_.snapshot->ForCart(cart, CatalogueSnapshot::Clock::now());
+  if (std::holds_alternative<SnapshotEmpty>(priced)) {
+    base::LogWarn("offline_checkout_refused",
+                  {{"why", "the gateway has not read the catalogue since it started"}});
+    return failure;
+  }
+  if (!std::holds_alternative<std::vector<locks::CatalogueEntry>>(priced)) {
+    return Narrow<CheckoutOutcome>(priced);
+  }
+  const auto& entries = std::get<std::vector<locks::CatalogueEntry>>(priced);
+  std::set<std::string> currencies;
+  for (const auto& e : entries) currencies.insert(e.currency);
+  if (currencies.size() > 1) return MixedCurrency{{currencies.begin(), currencies.end()}};
+  const std::optional<std::string> id = locks::NewReservationId();
+  if (!id) return locks::DbFailure{locks::DbFailureKind::kInternal, "no random id"};
+
+  stripe::CreateSessionParams params = SessionParams(*id, entries);
+  webhooks::PutOfflineCart(entries, &params.metadata);
+  auto created = stripe_.CreateCheckoutSession(params);
+  if (const auto* err = stripe::ErrorOf(created)) {
+    base::LogWarn("offline_checkout_failed", {{"reservation_id", *id},
+                                              {"stripe_status", err->http_status},
+                                              {"stripe_type", err->type},
+                                              {"stripe_message", err->message}});
+    return FailureOf(*err);
+  }
+  const stripe::CheckoutSession& session = std::get<stripe::CheckoutSession>(created);
+  const std::int64_t expires =
+      session.expires_at_unix ? session.expires_at_unix : params.expires_at_unix;
+  settings_.snapshot->HoldOffline(cart, CatalogueSnapshot::Clock::from_time_t(expires));
+  std::int64_t amount = 0;
+  for (const auto& e : entries) amount += e.price_minor;
+  const std::int64_t count = ++offline_checkouts_;
+  base::LogWarn("offline_checkout_created", {{"reservation_id", *id},
+                                             {"session_id", session.id},
+                                             {"paintings", cart},
+                                             {"amount_minor", amount},
+                                             {"currency", entries.front().currency},
+                                             {"database_failure", failure.detail},
+                                             {"offline_checkouts", count}});
+  return CheckoutStarted{*id, session.url, "", true};
+}
+
 CheckoutOutcome Checkout::AfterFailedAttach(const locks::Granted& granted,
                                             const stripe::CheckoutSession& session,
                                             const locks::DbFailure& failure) {
@@ -140,9 +198,13 @@ CheckoutOutcome Checkout::AfterFailedAttach(const locks::Granted& granted,
 
 Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,
                                           const std::optional<std::string>& buyer_ref,
-                                          const std::optional<std::string>& line_token) {
+                                          const std::optional<std::string>& line_token,
+                                          bool* unreachable) {
   for (int attempt = 1;; ++attempt) {
     locks::ReserveOutcome outcome = reservations_.Reserve(cart, buyer_ref, line_token);
+    if (const auto* f = std::get_if<locks::DbFailure>(&outcome); f && unreachable) {
+      *unreachable = f->kind == locks::DbFailureKind::kUnavailable && !f->may_have_committed;
+    }
     if (auto* takeover = std::get_if<locks::TakeOverNeeded>(&outcome)) {
       if (attempt == kReserveAttempts) {
         return locks::DbFailure{locks::DbFailureKind::kContended, "take-over raced"};

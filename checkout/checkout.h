@@ -15,14 +15,28 @@
 //  database fails after the hold committed, the answer is what the database
 //  says afterwards (started, or released), or that a hold may remain.
 //
+// When the database is down (PAINTLOCK_ON_DATABASE_DOWN=sell, a snapshot in
+// the settings): if reading the cart or reserving it fails with a definite
+// kUnavailable (never one that may have committed: that is looked up first,
+// and stays a 503 when it cannot be), the checkout is made without a hold:
+// priced from the CatalogueSnapshot, refused as usual when the snapshot says
+// sold, held or unknown, and refused (503) when the gateway never read the
+// catalogue. The session carries its cart in metadata (webhooks/offline_sale.h)
+// and is applied as a late payment when the database is back: sold if every
+// painting is still free, else refunded once and audited. Each one is logged
+// (offline_checkout_created) and counted (OfflineCheckouts()).
+//
 // Thread-safe; holds no state of its own between calls.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "checkout/catalogue_snapshot.h"
 #include "checkout/release.h"
 #include "locks/audit.h"
 #include "locks/catalogue.h"
@@ -35,7 +49,8 @@ namespace paintlock::checkout {
 struct CheckoutStarted {
   std::string reservation_id;
   std::string checkout_url;
-  std::string held_until;
+  std::string held_until;  // empty when offline: nothing is held
+  bool offline = false;    // made while the database was down (no hold)
 };
 struct MixedCurrency {
   std::vector<std::string> currencies;
@@ -53,6 +68,8 @@ struct CheckoutSettings {
   std::string success_url;
   std::string cancel_url;
   std::chrono::seconds session_ttl{35 * 60};
+  // Non-null: sell from this snapshot when the database is down (see above).
+  CatalogueSnapshot* snapshot = nullptr;
 };
 
 class Checkout {
@@ -82,9 +99,27 @@ class Checkout {
                                      StripeFailed, locks::DbFailure>;
   ReserveResult Reserve(const std::vector<std::string>& cart,
                         const std::optional<std::string>& buyer_ref,
-                        const std::optional<std::string>& line_token = std::nullopt);
+                        const std::optional<std::string>& line_token = std::nullopt) {
+    return Reserve(cart, buyer_ref, line_token, nullptr);
+  }
+
+  // Checkouts made while the database was down since this process started.
+  std::int64_t OfflineCheckouts() const { return offline_checkouts_.load(); }
 
  private:
+  // As Reserve; *unreachable (when given) is set when the reservation store
+  // itself answered a definite kUnavailable (not a take-over's failure, not
+  // an outcome that may have committed).
+  ReserveResult Reserve(const std::vector<std::string>& cart,
+                        const std::optional<std::string>& buyer_ref,
+                        const std::optional<std::string>& line_token, bool* unreachable);
+  // The session's parameters for `entries`, keyed by `reservation_id`.
+  stripe::CreateSessionParams SessionParams(
+      const std::string& reservation_id, const std::vector<locks::CatalogueEntry>& entries) const;
+  // The database failed with `failure`: a checkout from the snapshot when
+  // the settings allow it and the failure is definite, else `failure`.
+  CheckoutOutcome StartOffline(const std::vector<std::string>& cart,
+                               const locks::DbFailure& failure);
   // Expires a lapsed holder's session at Stripe and applies what Stripe says.
   // nullopt: the painting may pass on now; otherwise the outcome for the buyer.
   std::optional<CheckoutOutcome> TakeOver(const locks::LapsedSession& lapsed);
@@ -108,6 +143,7 @@ class Checkout {
   webhooks::Fulfilment& fulfilment_;
   locks::AuditLog& audit_;
   const CheckoutSettings settings_;
+  std::atomic<std::int64_t> offline_checkouts_{0};
 };
 
 }  // namespace paintlock::checkout

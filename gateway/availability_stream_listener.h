@@ -17,7 +17,10 @@ using AvailabilityListenerOptions = locks::AvailabilityFeedOptions;
 
 class AvailabilityListener {
  public:
-  AvailabilityListener(AvailabilityListenerOptions options, AvailabilityStream& stream);
+  // `also`, when given, hears every read too (on the feed's thread), after
+  // the stream.
+  AvailabilityListener(AvailabilityListenerOptions options, AvailabilityStream& stream,
+                       locks::AvailabilityFeed::Sink also = nullptr);
 
   // Starts listening in the background. Call once.
   void Start() { feed_.Start(); }

@@ -50,10 +50,16 @@ void StartCheckout(const Api& api, const httplib::Request& req, httplib::Respons
   checkout::CheckoutOutcome outcome = s.checkout.Start(cart->paintings, cart->line_token);
   if (auto* started = std::get_if<checkout::CheckoutStarted>(&outcome)) {
     if (form) return res.set_redirect(started->checkout_url, 303);
-    return WriteJson(res, 201,
-                     {{"reservation_id", started->reservation_id},
-                      {"checkout_url", started->checkout_url},
-                      {"held_until", started->held_until}});
+    nlohmann::json body = {{"reservation_id", started->reservation_id},
+                           {"checkout_url", started->checkout_url},
+                           {"held_until", started->held_until}};
+    if (started->offline) {
+      // Sold from the catalogue snapshot while the database is down: nothing
+      // is held, so there is no hold to announce.
+      body["held_until"] = nullptr;
+      body["offline"] = true;
+    }
+    return WriteJson(res, 201, body);
   }
   std::visit(
       [&](const auto& o) {

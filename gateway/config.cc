@@ -261,6 +261,13 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Integer("PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS", 1, 1000000, "a whole number",
             &c.max_connections_per_address);
   r.Seconds("PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS", 1, 3600, &c.availability_full_read);
+  if (auto v = r.Get("PAINTLOCK_ON_DATABASE_DOWN")) {
+    if (*v == "refuse" || *v == "sell") {
+      c.sell_when_database_down = *v == "sell";
+    } else {
+      r.Problem("PAINTLOCK_ON_DATABASE_DOWN", "must be refuse or sell, got \"" + *v + "\"");
+    }
+  }
   return c;
 }
 
@@ -320,6 +327,10 @@ std::string ConfigHelp() {
   PAINTLOCK_STREAM_HEARTBEAT_SECONDS  comment line on an idle stream, 1..300 (default 15)
   PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS  every stream's full re-read, 1..3600 (default 30):
                                     the longest a change whose publish was lost stays unseen
+  PAINTLOCK_ON_DATABASE_DOWN        refuse | sell: a checkout while the database is down gets
+                                    503 (refuse, default), or a Stripe session priced from the
+                                    catalogue held in memory (sell), applied when the database
+                                    is back; a painting sold twice meanwhile is refunded
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
   STRIPE_CA_FILE                    extra CA bundle to trust (optional)

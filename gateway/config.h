@@ -99,6 +99,12 @@ struct Config {
   // (a direct connection to the primary, never through PgBouncer's transaction
   // pooling). Empty: DATABASE_URL.
   std::string listen_database_url;
+
+  // PAINTLOCK_ON_DATABASE_DOWN: what a checkout does when the database cannot
+  // be reached (checkout/offline_checkout.h). false (refuse): 503, nothing
+  // charged. true (sell): a Stripe session priced from the catalogue snapshot
+  // in memory, applied as a late payment when the database is back.
+  bool sell_when_database_down = false;
 };
 
 // Reads every setting; each problem found is appended to *problems as one

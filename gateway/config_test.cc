@@ -89,3 +89,18 @@ TEST_CASE("STRIPE_API_VERSION pins the Stripe-Version sent, and must look like o
     CHECK(problems[0].rfind("STRIPE_API_VERSION:", 0) == 0);
   }
 }
+
+TEST_CASE("PAINTLOCK_ON_DATABASE_DOWN is refuse by default, sell on request, else a problem") {
+  std::vector<std::string> problems;
+  CHECK_FALSE(ParseConfig(MapEnv(kMinimal), &problems).sell_when_database_down);
+  auto vars = kMinimal;
+  vars["PAINTLOCK_ON_DATABASE_DOWN"] = "sell";
+  CHECK(ParseConfig(MapEnv(vars), &problems).sell_when_database_down);
+  vars["PAINTLOCK_ON_DATABASE_DOWN"] = "refuse";
+  CHECK_FALSE(ParseConfig(MapEnv(vars), &problems).sell_when_database_down);
+  REQUIRE(problems.empty());
+  vars["PAINTLOCK_ON_DATABASE_DOWN"] = "Sell";
+  ParseConfig(MapEnv(vars), &problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].rfind("PAINTLOCK_ON_DATABASE_DOWN: must be refuse or sell", 0) == 0);
+}

@@ -116,6 +116,17 @@ int main(int argc, char** argv) {
       config.public_url + "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}";
   settings.cancel_url = config.cancel_url;
   settings.session_ttl = config.session_ttl;
+  // PAINTLOCK_ON_DATABASE_DOWN=sell: the catalogue as last read, for
+  // checkouts while the database is down (checkout/catalogue_snapshot.h).
+  checkout::CatalogueSnapshot offline_snapshot;
+  if (config.sell_when_database_down) {
+    if (!offline_snapshot.Refresh(catalogue)) {
+      base::LogWarn("catalogue_snapshot_not_read",
+                    {{"why", "checkouts answer 503 while the database is down until it is read"}});
+    }
+    offline_snapshot.StartRefreshing(catalogue, config.availability_full_read);
+    settings.snapshot = &offline_snapshot;
+  }
   checkout::ReleaseService release(*db, stripe_client.get(), &fulfilment, "gateway");
   checkout::Checkout checkout(catalogue, reservations, *stripe_client, fulfilment, audit, release,
                               settings);
@@ -205,7 +216,15 @@ int main(int argc, char** argv) {
                    {"full_read_seconds", config.availability_full_read.count()}});
   }
   listener_options.full_read_interval = config.availability_full_read;
-  gateway::AvailabilityListener availability_listener(listener_options, availability);
+  locks::AvailabilityFeed::Sink snapshot_sink = nullptr;
+  if (config.sell_when_database_down) {
+    snapshot_sink = [&offline_snapshot](const std::vector<locks::PaintingAvailability>& read) {
+      offline_snapshot.Note(read);
+    };
+    services.offline_snapshot = &offline_snapshot;
+  }
+  gateway::AvailabilityListener availability_listener(listener_options, availability,
+                                                      snapshot_sink);
   availability.SetChangeObserver([&server] { server.WakePushStreams(); });
   availability_listener.Start();
   services.availability = &availability;
@@ -248,7 +267,8 @@ int main(int argc, char** argv) {
                  {"database", locks::RedactConnectionString(config.database.url)},
                  {"statements",
                   config.database.statements == locks::StatementMode::kNamed ? "named" : "unnamed"},
-                 {"reservations_api", !config.api_key.empty()}});
+                 {"reservations_api", !config.api_key.empty()},
+                 {"on_database_down", config.sell_when_database_down ? "sell" : "refuse"}});
   if (config.stripe_webhook_secrets.empty()) {
     base::LogWarn("webhooks_disabled",
                   {{"why", "STRIPE_WEBHOOK_SECRET is not set: every webhook will be refused"}});
@@ -258,6 +278,7 @@ int main(int argc, char** argv) {
   pthread_kill(stopper.native_handle(), SIGTERM);  // a no-op wake-up if it already ran
   stopper.join();
   availability_listener.Stop();
+  offline_snapshot.StopRefreshing();
   base::LogInfo("stopped");
   return 0;
 }

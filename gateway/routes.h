@@ -61,6 +61,9 @@ struct Services {
   AvailabilityStream* availability = nullptr;
   // Null: no /v1/paintings/{id}/line.
   locks::LineStore* lines = nullptr;
+  // Null: PAINTLOCK_ON_DATABASE_DOWN=refuse. Otherwise what checkouts are
+  // priced from while the database is down (checkout/checkout.h).
+  checkout::CatalogueSnapshot* offline_snapshot = nullptr;
 };
 
 // What every route file is given.

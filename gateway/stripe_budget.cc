@@ -55,4 +55,10 @@ stripe::StripeResult<stripe::Refund> StripeBudget::CreateRefund(
       "create_refund", [&] { return inner_.CreateRefund(payment_intent, idempotency_key); });
 }
 
+stripe::StripeResult<stripe::SessionPage> StripeBudget::ListCheckoutSessions(
+    const stripe::ListSessionsParams& p) {
+  return Within<stripe::SessionPage>("list_sessions",
+                                     [&] { return inner_.ListCheckoutSessions(p); });
+}
+
 }  // namespace paintlock::gateway

@@ -30,6 +30,8 @@ class StripeBudget : public stripe::StripeClient {
       const std::string& id) override;
   stripe::StripeResult<stripe::Refund> CreateRefund(const std::string& payment_intent,
                                                     const std::string& idempotency_key) override;
+  stripe::StripeResult<stripe::SessionPage> ListCheckoutSessions(
+      const stripe::ListSessionsParams& p) override;
 
   int waiting() const { return waiting_.load(); }
 

@@ -6,20 +6,32 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "locks/database.h"
 
 namespace paintlock::locks {
 
+// The cart of a checkout made while the database was down
+// (PAINTLOCK_ON_DATABASE_DOWN=sell), as its session's metadata carries it
+// (webhooks/offline_sale.h): the database has no reservation for it.
+struct OfflineCart {
+  std::vector<std::string> paintings;      // sorted, without duplicates
+  std::vector<std::int64_t> prices_minor;  // the price charged for each, same order
+  std::string currency;
+};
+
 // What Stripe said of one session (empty fields: not said).
 struct SessionFacts {
   std::string session_id;
-  std::string status;          // open | complete | expired
-  std::string payment_status;  // paid | unpaid | no_payment_required
-  std::string payment_intent;  // may be empty
-  std::string reservation_id;  // from metadata / client_reference_id; ignored unless a UUID
+  std::string status;                  // open | complete | expired
+  std::string payment_status;          // paid | unpaid | no_payment_required
+  std::string payment_intent;          // may be empty
+  std::string reservation_id;          // from metadata / client_reference_id; ignored unless a UUID
+  std::optional<OfflineCart> offline;  // set for a checkout made while the database was down
 };
 
 struct SessionApplied {
@@ -41,12 +53,24 @@ class SessionStore {
   DbResult<SessionApplied> Apply(const SessionFacts& facts, const std::string& event_id,
                                  const std::string& event_type, const std::string& actor);
 
+  // As Apply, for a session made while the database was down
+  // (facts.offline set, facts.reservation_id the id the gateway chose): the
+  // first fact that it may have been paid makes its reservation, holding
+  // nothing, so it is applied as a late payment — sold if every painting is
+  // still free, else refund_needed — and audited as an offline sale
+  // (sql/migrations/0011_offline_sales.sql). Idempotent in any order.
+  DbResult<SessionApplied> ApplyOffline(const SessionFacts& facts, const std::string& event_id,
+                                        const std::string& event_type, const std::string& actor);
+
   // Records Stripe's refund `refund_id` of the reservation's late payment;
   // false when one was recorded already.
   DbResult<bool> RecordRefund(const std::string& reservation_id, const std::string& refund_id,
                               const std::string& actor);
 
  private:
+  // Tells availability listeners of the reservation an apply touched.
+  DbResult<SessionApplied> Published(DbResult<SessionApplied> applied);
+
   Database& db_;
   const std::chrono::seconds delayed_payment_hold_;
 };

@@ -48,6 +48,19 @@ struct CheckoutSession {
   std::map<std::string, std::string> metadata;
 };
 
+// GET /v1/checkout/sessions: sessions created at or after created_gte,
+// newest first, `limit` (1..100) per page; the next page starts after the
+// last id of this one.
+struct ListSessionsParams {
+  std::int64_t created_gte = 0;  // unix seconds
+  int limit = 100;
+  std::string starting_after;  // empty: the first page
+};
+struct SessionPage {
+  std::vector<CheckoutSession> sessions;
+  bool has_more = false;
+};
+
 struct Refund {
   std::string id;  // re_...
   std::string status;
@@ -95,6 +108,12 @@ class StripeClient {
   // POST /v1/refunds payment_intent=... with the given idempotency key.
   virtual StripeResult<Refund> CreateRefund(const std::string& payment_intent,
                                             const std::string& idempotency_key) = 0;
+  // GET /v1/checkout/sessions (paintlockctl reconcile --offline-since). A
+  // client that cannot list answers 400 invalid_request_error.
+  virtual StripeResult<SessionPage> ListCheckoutSessions(const ListSessionsParams& p) {
+    (void)p;
+    return StripeError{400, "invalid_request_error", "", "this client cannot list sessions", ""};
+  }
 };
 
 }  // namespace paintlock::stripe

@@ -425,4 +425,14 @@ bool LooksLikeStripeVersion(const std::string& version) {
   return std::regex_match(version, re);
 }
 
+StripeResult<SessionPage> HttpsStripeClient::ListCheckoutSessions(const ListSessionsParams& p) {
+  return Guarded<SessionPage>([&]() -> StripeResult<SessionPage> {
+    if (p.limit < 1 || p.limit > 100) return LocalRefusal("limit", "limit must be 1 to 100");
+    base::FormFields query = {{"created[gte]", std::to_string(p.created_gte)},
+                              {"limit", std::to_string(p.limit)}};
+    if (!p.starting_after.empty()) query.push_back({"starting_after", p.starting_after});
+    return Send<SessionPage>("GET", "/v1/checkout/sessions?" + EncodeForm(query), "", "");
+  });
+}
+
 }  // namespace paintlock::stripe

@@ -118,6 +118,10 @@ class HttpsStripeClient final : public StripeClient {
   StripeResult<Refund> CreateRefund(const std::string& payment_intent,
                                     const std::string& idempotency_key) override;
 
+  // GET /v1/checkout/sessions?created[gte]=…&limit=…[&starting_after=…].
+  // A limit outside 1..100 is refused locally (param "limit").
+  StripeResult<SessionPage> ListCheckoutSessions(const ListSessionsParams& p) override;
+
  private:
   struct Endpoint {
     bool tls = true;

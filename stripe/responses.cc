@@ -41,9 +41,17 @@ std::optional<json> ParseObject(const std::string& body, const char* object) {
   return j;
 }
 
+bool DecodeSession(const json& j, CheckoutSession* s);
+
 bool DecodeObject(const std::string& body, CheckoutSession* s) {
   std::optional<json> j = ParseObject(body, "checkout.session");
-  if (!j) return false;
+  return j && DecodeSession(*j, s);
+}
+
+bool DecodeSession(const json& object, CheckoutSession* s) {
+  const json* j = &object;
+  if (!j->is_object() || StringField(*j, "id").empty()) return false;
+  if (auto kind = j->find("object"); kind != j->end() && *kind != "checkout.session") return false;
   s->id = StringField(*j, "id");
   s->status = StringField(*j, "status");
   s->payment_status = StringField(*j, "payment_status");
@@ -64,6 +72,21 @@ bool DecodeObject(const std::string& body, CheckoutSession* s) {
       }
     }
   }
+  return true;
+}
+
+bool DecodeObject(const std::string& body, SessionPage* page) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || StringField(j, "object") != "list") return false;
+  auto data = j.find("data");
+  if (data == j.end() || !data->is_array()) return false;
+  for (const json& item : *data) {
+    CheckoutSession s;
+    if (!DecodeSession(item, &s)) return false;
+    page->sessions.push_back(std::move(s));
+  }
+  auto more = j.find("has_more");
+  page->has_more = more != j.end() && more->is_boolean() && more->get<bool>();
   return true;
 }
 
@@ -101,6 +124,10 @@ std::optional<StripeError> DecodeResponse(int status, const std::string& body,
 
 std::optional<StripeError> DecodeResponse(int status, const std::string& body, Refund* out) {
   return Decode(status, body, out, "refund");
+}
+
+std::optional<StripeError> DecodeResponse(int status, const std::string& body, SessionPage* out) {
+  return Decode(status, body, out, "list of checkout.session");
 }
 
 StripeError ErrorFromBody(int status, const std::string& body) {

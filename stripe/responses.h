@@ -16,6 +16,8 @@ namespace paintlock::stripe {
 std::optional<StripeError> DecodeResponse(int status, const std::string& body,
                                           CheckoutSession* out);
 std::optional<StripeError> DecodeResponse(int status, const std::string& body, Refund* out);
+// A list object ({"object":"list","data":[sessions],"has_more":…}).
+std::optional<StripeError> DecodeResponse(int status, const std::string& body, SessionPage* out);
 
 // The error of a non-2xx answer: Stripe's {"error":{type,code,message,param}}
 // when present; otherwise api_error with a message naming the status.

@@ -10,46 +10,12 @@
 #include <thread>
 
 #include "tests/support/harness.h"
+#include "tests/support/private_cluster.h"
 
 using namespace paintlock::testing;
 using std::chrono::milliseconds;
 
 namespace {
-
-// A PostgreSQL cluster of this test's own (fixtures/pg-cluster.sh): the test
-// restarts it, which would break the tests running beside it on the shared one.
-class PrivateCluster {
- public:
-  PrivateCluster()
-      : dir_(BuildDir() + "/pg-private-" + std::to_string(getpid())),
-        script_(SourceDir() + "/fixtures/pg-cluster.sh") {
-    CompletedProcess started = RunToCompletion({script_, "start", dir_}, {});
-    REQUIRE_MESSAGE(started.exit_code == 0, started.err);
-    url_ = started.out.substr(0, started.out.find('\n'));
-    // TestDatabase creates its database on the cluster this names.
-    setenv("PAINTLOCK_TEST_ADMIN_URL", url_.c_str(), 1);
-  }
-  ~PrivateCluster() {
-    RunToCompletion({script_, "stop", dir_}, {});
-    RunToCompletion({"/bin/sh", "-c", "rm -rf \"$(readlink -f \"$0/cluster\")\" \"$0\"", dir_}, {});
-  }
-  // A fast shutdown (every backend told to end) and a start on the same data.
-  void Restart() {
-    Stop();
-    Start();
-  }
-  // mode: fast (every backend told to end) or immediate (a crash).
-  void Stop(const std::string& mode = "fast") {
-    REQUIRE(RunToCompletion({script_, "stop", dir_, mode}, {}).exit_code == 0);
-  }
-  void Start() {
-    CompletedProcess started = RunToCompletion({script_, "start", dir_}, {});
-    REQUIRE_MESSAGE(started.exit_code == 0, started.err);
-  }
-
- private:
-  std::string dir_, script_, url_;
-};
 
 std::string Backends(TestDatabase& db, const std::string& condition) {
   return db.Scalar(

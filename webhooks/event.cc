@@ -18,6 +18,17 @@ std::string StringOr(const nlohmann::json& j, const char* key) {
   return it->get<std::string>();
 }
 
+// A session's metadata as Stripe bounds it (50 keys of at most 40
+// characters, string values of at most 500); anything beyond is left out.
+std::map<std::string, std::string> MetadataOf(const nlohmann::json& md) {
+  std::map<std::string, std::string> out;
+  for (auto it = md.begin(); it != md.end() && out.size() < 50; ++it) {
+    if (it.key().size() <= 40 && it->is_string() && it->get_ref<const std::string&>().size() <= 500)
+      out[it.key()] = it->get<std::string>();
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* error) {
@@ -54,6 +65,7 @@ std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* er
     }
     if (auto md = object->find("metadata"); md != object->end() && md->is_object()) {
       e.session.reservation_id = StringOr(*md, "reservation_id");
+      e.session.offline = OfflineCartFrom(e.session.session_id, MetadataOf(*md));
     }
     if (e.session.reservation_id.empty())
       e.session.reservation_id = StringOr(*object, "client_reference_id");

@@ -1,6 +1,7 @@
 #include "webhooks/fulfilment.h"
 
 #include "base/log.h"
+#include "webhooks/offline_sale.h"
 
 namespace paintlock::webhooks {
 
@@ -15,12 +16,26 @@ SessionFacts FactsOf(const stripe::CheckoutSession& s) {
   f.payment_intent = s.payment_intent;
   auto it = s.metadata.find("reservation_id");
   f.reservation_id = it != s.metadata.end() ? it->second : s.client_reference_id;
+  f.offline = OfflineCartFrom(s.id, s.metadata);
   return f;
+}
+
+std::optional<locks::OfflineCart> OfflineCartFrom(
+    const std::string& session_id, const std::map<std::string, std::string>& metadata) {
+  std::string error;
+  auto cart = OfflineCartOf(metadata, &error);
+  if (!error.empty()) {
+    // Only a bug of ours writes such metadata: nobody is refunded or sold to
+    // until an operator reads this.
+    base::LogError("offline_cart_unreadable", {{"session_id", session_id}, {"why", error}});
+  }
+  return cart;
 }
 
 FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string& event_id,
                                     const std::string& event_type, const std::string& actor) {
-  auto applied = sessions_.Apply(facts, event_id, event_type, actor);
+  auto applied = facts.offline ? sessions_.ApplyOffline(facts, event_id, event_type, actor)
+                               : sessions_.Apply(facts, event_id, event_type, actor);
   if (auto* f = std::get_if<locks::DbFailure>(&applied)) {
     return f->kind == locks::DbFailureKind::kInternal ? FulfilmentFailure::kInternal
                                                       : FulfilmentFailure::kDatabaseUnavailable;
@@ -31,7 +46,8 @@ FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string
                               {"event_type", event_type},
                               {"actor", actor},
                               {"outcome", a.outcome},
-                              {"reservation_id", a.reservation_id}});
+                              {"reservation_id", a.reservation_id},
+                              {"offline", facts.offline.has_value()}});
   if (a.outcome != "refund_needed") return FulfilmentResult{a.outcome, a.reservation_id};
 
   // The buyer paid for paintings another buyer has. Refund through Stripe; the

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -23,6 +25,12 @@ namespace paintlock::webhooks {
 using SessionFacts = locks::SessionFacts;
 
 SessionFacts FactsOf(const stripe::CheckoutSession& s);
+
+// The offline cart in a session's metadata (webhooks/offline_sale.h), if
+// any; metadata that claims one but cannot be read is logged as an error and
+// the session is treated as an ordinary one.
+std::optional<locks::OfflineCart> OfflineCartFrom(
+    const std::string& session_id, const std::map<std::string, std::string>& metadata);
 
 struct FulfilmentResult {
   // duplicate, unknown_session, sold, sold_late, already_sold, awaiting_payment,
