@@ -446,7 +446,11 @@ class Checker {
       if (a.step.kind != StepKind::kQuotaConsume || a.skipped) continue;
       if (a.status == 200 && a.body.is_object() && a.body.value("allowed", false))
         yes[a.step.key]++;
-      if (a.status == 0) unknown[a.step.key]++;
+      // No answer, or a 503 saying the decision was sent and its answer lost
+      // (a failover): it may have been counted.
+      if (a.status == 0 ||
+          (a.status == 503 && a.body.is_object() && a.body.value("code", "") == "outcome_unknown"))
+        unknown[a.step.key]++;
     }
     std::map<std::string, int> used;
     for (const auto& row : n.exec("SELECT subject, used FROM quota_usage WHERE quota = "

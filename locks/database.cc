@@ -183,8 +183,19 @@ std::optional<DbFailure> Database::RunErased(const char* what, Effect effect,
       return DbFailure{DbFailureKind::kUnavailable, e.what()};
     } catch (const pqxx::sql_error& e) {
       const std::string state = e.sqlstate();
-      const bool usable = c->is_open();
+      const bool open = c->is_open();
+      // 25006: this server is read-only now, a primary demoted under us (a
+      // switchover, or a partition Patroni resolved). The statement was refused,
+      // so nothing was written; the connection is dropped and the work runs once
+      // more on a fresh one, which the multi-host URL takes to the new primary.
+      const bool demoted = state == "25006";
+      const bool usable = open && !demoted;
       Give(usable ? std::move(c) : nullptr);
+      if (demoted && !reconnected) {
+        reconnected = true;
+        LogWarn("database_primary_demoted", {{"operation", what}, {"error", e.what()}});
+        continue;
+      }
       // A backend ended by the server (57P0x) answers with an error and closes
       // the connection: for a write that is as good as a broken connection.
       if (!usable && effect == Effect::kIdempotent && !reconnected) {
@@ -197,8 +208,8 @@ std::optional<DbFailure> Database::RunErased(const char* what, Effect effect,
         return DbFailure{DbFailureKind::kUnavailable, e.what()};
       }
       if (state == "55P03") return DbFailure{DbFailureKind::kContended, "lock_timeout"};
-      if (IsUnavailableState(state)) {
-        const bool may_have_committed = !usable && effect == Effect::kMayWrite;
+      if (IsUnavailableState(state) || demoted) {
+        const bool may_have_committed = !open && effect == Effect::kMayWrite;
         LogWarn(may_have_committed ? "database_outcome_unknown" : "database_unavailable",
                 {{"operation", what}, {"sqlstate", state}, {"error", e.what()}});
         return DbFailure{DbFailureKind::kUnavailable, e.what(), may_have_committed};

@@ -134,6 +134,28 @@ TEST_CASE("chaos: the checker passes a clean shop and names every broken invaria
   CHECK(Report(results).find("acct-0: balance 500") != std::string::npos);
 }
 
+TEST_CASE("chaos: a quota decision answered 503 outcome_unknown may have been counted") {
+  TestDatabase db;
+  chaos::CheckInput in = Input(db);
+  db.Exec(
+      "INSERT INTO quota_usage (quota, subject, day, used) VALUES ('downloads', "
+      "'subject:subj-0', (now() AT TIME ZONE 'UTC')::date, 1)");
+  chaos::Answer lost = Granted(chaos::StepKind::kQuotaConsume, 2, "subj-0", 503);
+  lost.body = {{"code", "outcome_unknown"}};
+  in.answers.push_back(lost);
+  auto quota = [](const std::vector<chaos::InvariantResult>& results) {
+    for (const auto& r : results) {
+      if (r.name.find("quota") != std::string::npos) return r.violations.size();
+    }
+    FAIL("no quota invariant");
+    return std::size_t{0};
+  };
+  CHECK(quota(chaos::CheckEverything(in)) == 0);
+  // A plain 503 ("nothing changed") cannot explain the count.
+  in.answers.back().body = {{"code", "unavailable"}};
+  CHECK(quota(chaos::CheckEverything(in)) == 1);
+}
+
 TEST_CASE(
     "chaos: an HA schedule kills the primary twice in 75 s, spaced, with writes on both gateways") {
   chaos::CampaignShape shape = chaos::ShapeFor(75000);
