@@ -323,6 +323,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "chaos: the rig could not be set up: " << e.what() << "\n";
     return 2;
+  } catch (...) {  // a harness FAIL: doctest's TestFailureException
+    std::cerr << "chaos: the rig could not be set up: a harness check failed\n";
+    return 2;
   }
   Campaign campaign(*rig, steps, shape, g_interrupted);
   std::vector<std::string> settle;
@@ -354,6 +357,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // Whatever went wrong, every process still stops (below).
     std::cerr << "chaos: the campaign failed (seed " << seed << "): " << e.what() << "\n";
+    rig.reset();
+    return 2;
+  } catch (...) {  // a harness FAIL: doctest's TestFailureException
+    std::cerr << "chaos: the campaign failed (seed " << seed << "): a harness check failed\n";
     rig.reset();
     return 2;
   }

@@ -1,15 +1,17 @@
 // locks::Database against a real PostgreSQL: what the pool does with a
 // connection whose server changed role under it.
+#include "locks/database.h"
+
 #include <doctest/doctest.h>
 
-#include "locks/database.h"
 #include "tests/support/harness.h"
 
 using namespace paintlock::testing;
 namespace locks = paintlock::locks;
 
-TEST_CASE("database: a write refused as read-only (a demoted primary) runs again on a fresh "
-          "connection") {
+TEST_CASE(
+    "database: a write refused as read-only (a demoted primary) runs again on a fresh "
+    "connection") {
   TestDatabase db;
   locks::DatabaseOptions options;
   options.url = db.url();
