@@ -63,7 +63,9 @@ TEST_CASE("statements: a sale, a credit hold and paintlockctl work with unnamed 
   const std::map<std::string, std::string> unnamed{{"PAINTLOCK_DB_STATEMENTS", "unnamed"}};
   Shop shop(db, unnamed);
 
-  const auto [reservation, session] = Bought(shop, {"p1", "p2"});
+  const auto bought = Bought(shop, {"p1", "p2"});
+  const std::string reservation = bought.first;  // (clang 14: no structured binding in a lambda)
+  const std::string session = bought.second;
   Reply taken = Checkout(shop, {"p2"});
   CHECK(taken.status == 409);
   Pay(shop, session);
