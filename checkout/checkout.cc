@@ -1,6 +1,7 @@
 #include "checkout/checkout.h"
 
 #include <ctime>
+#include <optional>
 #include <set>
 
 #include "base/log.h"
@@ -30,6 +31,14 @@ To Narrow(const From& from) {
       from);
 }
 
+// One Checkout Session has one currency: a cart priced in several is refused.
+std::optional<MixedCurrency> MixedCurrencyOf(const std::vector<locks::CatalogueEntry>& entries) {
+  std::set<std::string> currencies;
+  for (const auto& e : entries) currencies.insert(e.currency);
+  if (currencies.size() <= 1) return std::nullopt;
+  return MixedCurrency{{currencies.begin(), currencies.end()}};
+}
+
 StripeFailed FailureOf(const stripe::StripeError& e) {
   return StripeFailed{e.Unavailable(), e.type, e.message};
 }
@@ -48,9 +57,7 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
       if (!known.count(id)) return locks::Unknown{id};
     }
   }
-  std::set<std::string> currencies;
-  for (const auto& e : entries) currencies.insert(e.currency);
-  if (currencies.size() > 1) return MixedCurrency{{currencies.begin(), currencies.end()}};
+  if (auto mixed = MixedCurrencyOf(entries)) return *mixed;
 
   bool unreachable = false;
   ReserveResult reserved = Reserve(cart, std::nullopt, line_token, &unreachable);
@@ -133,9 +140,7 @@ CheckoutOutcome Checkout::StartOffline(const std::vector<std::string>& cart,
     return Narrow<CheckoutOutcome>(priced);
   }
   const auto& entries = std::get<std::vector<locks::CatalogueEntry>>(priced);
-  std::set<std::string> currencies;
-  for (const auto& e : entries) currencies.insert(e.currency);
-  if (currencies.size() > 1) return MixedCurrency{{currencies.begin(), currencies.end()}};
+  if (auto mixed = MixedCurrencyOf(entries)) return *mixed;
   const std::optional<std::string> id = locks::NewReservationId();
   if (!id) return locks::DbFailure{locks::DbFailureKind::kInternal, "no random id"};
 

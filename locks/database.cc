@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <optional>
 #include <regex>
 #include <thread>
 
@@ -146,10 +147,9 @@ std::optional<DbFailure> Database::RunErased(const char* what, Effect effect,
     auto c = Take(&error);
     if (!c) return DbFailure{DbFailureKind::kUnavailable, error};
     try {
-      if (options_.statements == StatementMode::kUnnamed) {
-        UnnamedStatements unnamed(*c);
-        fn(*c);
-      } else {
+      {
+        std::optional<UnnamedStatements> unnamed;
+        if (options_.statements == StatementMode::kUnnamed) unnamed.emplace(*c);
         fn(*c);
       }
       Give(std::move(c));
