@@ -60,37 +60,13 @@ locks::Database* AdminEnvironment::Database(std::string* error) {
 stripe::StripeClient* AdminEnvironment::Stripe(std::string* error) {
   if (stripe_) return stripe_.get();
   stripe::HttpsClientOptions options;
-  auto key = lookup_("STRIPE_SECRET_KEY");
-  if (!key) {
-    *error = "STRIPE_SECRET_KEY is not set: export the Stripe secret key (sk_…)";
+  std::vector<std::string> problems;
+  base::SettingsReader settings(lookup_, &problems);
+  stripe::ReadHttpsClientOptions(settings, &options);
+  if (!problems.empty()) {
+    *error = problems.front();
+    for (size_t i = 1; i < problems.size(); ++i) *error += "; " + problems[i];
     return nullptr;
-  }
-  options.secret_key = *key;
-  if (auto base = lookup_("STRIPE_API_BASE")) options.api_base = *base;
-  if (auto ca = lookup_("STRIPE_CA_FILE")) options.ca_file = *ca;
-  if (auto version = lookup_("STRIPE_API_VERSION")) {
-    if (!stripe::LooksLikeStripeVersion(*version)) {
-      *error = "STRIPE_API_VERSION must be a Stripe API version such as " +
-               std::string(stripe::kDefaultStripeVersion);
-      return nullptr;
-    }
-    options.stripe_version = *version;
-  }
-  if (auto timeout = lookup_("STRIPE_TIMEOUT_MS")) {
-    auto ms = ParseBoundedInteger(*timeout, 100, 120000);
-    if (!ms) {
-      *error = "STRIPE_TIMEOUT_MS must be a whole number of milliseconds from 100 to 120000";
-      return nullptr;
-    }
-    options.read_timeout = std::chrono::milliseconds(*ms);
-  }
-  if (auto retries = lookup_("STRIPE_MAX_RETRIES")) {
-    auto n = ParseBoundedInteger(*retries, 0, 10);
-    if (!n) {
-      *error = "STRIPE_MAX_RETRIES must be a whole number from 0 to 10";
-      return nullptr;
-    }
-    options.max_retries = static_cast<int>(*n);
   }
   std::string why;
   auto client = stripe::HttpsStripeClient::Create(options, &why);

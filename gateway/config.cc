@@ -11,47 +11,7 @@ namespace paintlock::gateway {
 
 namespace {
 
-class Reader {
- public:
-  Reader(const base::EnvLookup& env, std::vector<std::string>* problems)
-      : env_(env), problems_(problems) {}
-
-  std::optional<std::string> Get(const std::string& name) { return env_(name); }
-
-  void Integer(const std::string& name, long lo, long hi, const char* what, int* out) {
-    auto v = env_(name);
-    if (!v) return;
-    char* end = nullptr;
-    long n = std::strtol(v->c_str(), &end, 10);
-    if (end == v->c_str() || *end != '\0' || n < lo || n > hi) {
-      Problem(name, std::string("must be ") + what + " from " + std::to_string(lo) + " to " +
-                        std::to_string(hi) + ", got \"" + *v + "\"");
-      return;
-    }
-    *out = static_cast<int>(n);
-  }
-
-  template <class Duration>
-  void Seconds(const std::string& name, long lo, long hi, Duration* out) {
-    int n = -1;
-    Integer(name, lo, hi, "a whole number of seconds", &n);
-    if (n >= 0) *out = std::chrono::duration_cast<Duration>(std::chrono::seconds(n));
-  }
-
-  void Millis(const std::string& name, long lo, long hi, std::chrono::milliseconds* out) {
-    int n = -1;
-    Integer(name, lo, hi, "a whole number of milliseconds", &n);
-    if (n >= 0) *out = std::chrono::milliseconds(n);
-  }
-
-  void Problem(const std::string& name, const std::string& text) {
-    problems_->push_back(name + ": " + text);
-  }
-
- private:
-  const base::EnvLookup& env_;
-  std::vector<std::string>* problems_;
-};
+using Reader = base::SettingsReader;
 
 bool IsHttpUrl(const std::string& url) {
   static const std::regex re(R"(^https?://[^\s/?#]+(/[^\s]*)?$)");
@@ -122,26 +82,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
       c.cancel_url = *v;
   }
 
-  if (auto v = r.Get("STRIPE_SECRET_KEY")) {
-    if (v->rfind("sk_", 0) != 0 && v->rfind("rk_", 0) != 0) {
-      r.Problem("STRIPE_SECRET_KEY", "must be a Stripe secret key (sk_live_…, sk_test_… or rk_…)");
-    } else {
-      c.stripe.secret_key = *v;
-    }
-  } else {
-    r.Problem("STRIPE_SECRET_KEY", "is required (sk_test_… for test mode)");
-  }
-  if (auto v = r.Get("STRIPE_API_BASE")) c.stripe.api_base = TrimSlash(*v);
-  if (auto v = r.Get("STRIPE_CA_FILE")) c.stripe.ca_file = *v;
-  if (auto v = r.Get("STRIPE_API_VERSION")) {
-    if (stripe::LooksLikeStripeVersion(*v)) {
-      c.stripe.stripe_version = *v;
-    } else {
-      r.Problem("STRIPE_API_VERSION", "must be a Stripe API version such as " +
-                                          std::string(stripe::kDefaultStripeVersion) + ", got \"" +
-                                          *v + "\"");
-    }
-  }
+  stripe::ReadHttpsClientOptions(r, &c.stripe);
   if (auto v = r.Get("STRIPE_WEBHOOK_SECRET")) {
     c.stripe_webhook_secrets = SplitCommas(*v);
     for (const auto& s : c.stripe_webhook_secrets) {
@@ -152,9 +93,6 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
       }
     }
   }
-  r.Integer("STRIPE_MAX_RETRIES", 0, 10, "a whole number", &c.stripe.max_retries);
-  r.Millis("STRIPE_TIMEOUT_MS", 100, 120000, &c.stripe.read_timeout);
-  r.Millis("STRIPE_DEADLINE_MS", 100, 300000, &c.stripe.deadline);
   r.Integer("PAINTLOCK_STRIPE_MAX_WAITING", 1, 4096, "a whole number", &c.stripe_max_waiting);
   r.Seconds("STRIPE_WEBHOOK_TOLERANCE_SECONDS", 1, 3600, &c.webhook_tolerance);
 

@@ -425,6 +425,35 @@ bool LooksLikeStripeVersion(const std::string& version) {
   return std::regex_match(version, re);
 }
 
+void ReadHttpsClientOptions(base::SettingsReader& r, HttpsClientOptions* out) {
+  if (auto v = r.Get("STRIPE_SECRET_KEY")) {
+    if (v->rfind("sk_", 0) != 0 && v->rfind("rk_", 0) != 0) {
+      r.Problem("STRIPE_SECRET_KEY", "must be a Stripe secret key (sk_live_…, sk_test_… or rk_…)");
+    } else {
+      out->secret_key = *v;
+    }
+  } else {
+    r.Problem("STRIPE_SECRET_KEY", "is required (sk_test_… for test mode)");
+  }
+  if (auto v = r.Get("STRIPE_API_BASE")) {
+    while (!v->empty() && v->back() == '/') v->pop_back();
+    out->api_base = *v;
+  }
+  if (auto v = r.Get("STRIPE_CA_FILE")) out->ca_file = *v;
+  if (auto v = r.Get("STRIPE_API_VERSION")) {
+    if (LooksLikeStripeVersion(*v)) {
+      out->stripe_version = *v;
+    } else {
+      r.Problem("STRIPE_API_VERSION", "must be a Stripe API version such as " +
+                                          std::string(kDefaultStripeVersion) + ", got \"" + *v +
+                                          "\"");
+    }
+  }
+  r.Integer("STRIPE_MAX_RETRIES", 0, 10, "a whole number", &out->max_retries);
+  r.Millis("STRIPE_TIMEOUT_MS", 100, 120000, &out->read_timeout);
+  r.Millis("STRIPE_DEADLINE_MS", 100, 300000, &out->deadline);
+}
+
 StripeResult<SessionPage> HttpsStripeClient::ListCheckoutSessions(const ListSessionsParams& p) {
   return Guarded<SessionPage>([&]() -> StripeResult<SessionPage> {
     if (p.limit < 1 || p.limit > 100) return LocalRefusal("limit", "limit must be 1 to 100");

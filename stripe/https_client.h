@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "stripe/client.h"
 
 namespace httplib {
@@ -74,6 +75,11 @@ struct HttpsClientOptions {
   // Keep-alive connections kept for reuse; 0 = a new connection per attempt.
   std::size_t max_idle_connections = 4;
 };
+
+// Reads the STRIPE_* client settings both binaries share into `out`:
+// STRIPE_SECRET_KEY (required), STRIPE_API_BASE, STRIPE_CA_FILE,
+// STRIPE_API_VERSION, STRIPE_MAX_RETRIES, STRIPE_TIMEOUT_MS, STRIPE_DEADLINE_MS.
+void ReadHttpsClientOptions(base::SettingsReader& r, HttpsClientOptions* out);
 
 // The wait before retry number `retry` (1 for the first retry):
 // min(base·2^(retry−1), max) scaled by (1 + unit_random)/2, then raised to at

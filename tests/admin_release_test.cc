@@ -110,7 +110,7 @@ TEST_CASE("admin: release --force works with Stripe unreachable, and says so lou
       Ctl(db, dead, {"release", id, "--reason", "outage"}, {{"STRIPE_SECRET_KEY", ""}});
   CHECK(no_key.exit_code == 1);
   CHECK(OneLine(no_key.err));
-  CHECK(no_key.err.find("STRIPE_SECRET_KEY is not set") != std::string::npos);
+  CHECK(no_key.err.find("STRIPE_SECRET_KEY: is required") != std::string::npos);
   CHECK(no_key.err.find("--force") != std::string::npos);
   CHECK(State(db, id) == "held");
 
