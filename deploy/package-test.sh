@@ -22,7 +22,8 @@ dpkg-deb --info "$deb" | sed -n 's/^ \(Package\|Version\|Depends\):/  \1:/p' >&2
 trap 'dpkg -P paintlock >/dev/null 2>&1 || true' EXIT
 dpkg -i "$deb" >/dev/null
 
-version=$(sed -n 's/^project(paintlock VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+# The package's version is the CMake project version the binaries report.
+version=$(dpkg-deb -f "$deb" Version)
 fail=0
 for bin in paintlock paintlockctl; do
   got=$(/usr/bin/$bin --version)
