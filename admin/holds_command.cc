@@ -1,6 +1,7 @@
 // paintlockctl holds: every live and recently lapsed hold, the stuck ones
 // first (sql/migrations/0003: paintlock_hold_condition says what each one is
-// waiting for; sql/queries/admin_holds.sql orders them).
+// waiting for; sql/queries/admin_holds.sql adds sales with an open dispute and
+// orders them).
 #include <set>
 
 #include "admin/commands.h"
@@ -20,12 +21,15 @@ struct Condition {
   const char* name;
   const char* next_step;  // what an operator does about it; empty when nothing
 };
-// In the order of paintlock_hold_rank: the first five are stuck.
+// In the order of paintlock_hold_rank (sql/migrations/0014): the first six are stuck.
 constexpr Condition kConditions[] = {
     {"refund_pending",
      "a late payment must be refunded and Stripe has not confirmed it: `paintlockctl reconcile`"},
     {"sold_unflagged",
      "sold, but a painting lacks its catalogue flag: `paintlockctl sold PAINTING --reason …`"},
+    {"disputed",
+     "the buyer disputed the payment: answer the dispute in the Stripe dashboard before its "
+     "deadline; the painting stays sold whatever the outcome"},
     {"take_over_refused",
      "a buyer's take-over found Stripe unreachable: `paintlockctl reconcile`, or `paintlockctl "
      "release RESERVATION --reason …`"},
@@ -54,13 +58,14 @@ is waiting for:
 
   refund_pending       a late payment must be refunded; Stripe has not confirmed it
   sold_unflagged       sold, but a painting lacks its catalogue flag
+  disputed             sold, and the buyer's dispute of the payment is open at Stripe
   take_over_refused    lapsed; a buyer's take-over found Stripe unreachable
   lapsed_session_open  lapsed; the database has not heard that its Stripe session ended
   awaiting_payment     a delayed payment method is settling
   live                 held, the hold still running
   lapsed               lapsed; nothing more can happen (the sweep removes it later)
 
-The first five are stuck: the list ends with what to do about each. Stuck holds
+The first six are stuck: the list ends with what to do about each. Stuck holds
 are listed however old they are.
 
 Options:
@@ -122,7 +127,11 @@ int Holds(CommandContext& ctx) {
       paintings += (paintings.empty() ? "" : ",") + p.get<std::string>();
     const std::string condition = h["condition"];
     present.insert(condition);
-    table.AddRow({condition, Cell(h["reservation_id"]), paintings,
+    const std::string shown =
+        condition == "disputed"
+            ? condition + " (" + Cell(h["dispute_reason"]) + ", " + Cell(h["dispute_status"]) + ")"
+            : condition;
+    table.AddRow({shown, Cell(h["reservation_id"]), paintings,
                   h["state"] == "sold" ? "sold" : FormatOffset(h["held_until_in"].get<long long>()),
                   FormatDuration(std::chrono::seconds(h["age_seconds"].get<long long>())),
                   std::to_string(h["amount_minor"].get<long long>()) + " " + Cell(h["currency"]),

@@ -17,7 +17,8 @@ constexpr const char* kUsage = R"(Usage: paintlockctl show PAINTING|RESERVATION|
 
 Tells the whole story of one painting (by id), one reservation (by its UUID)
 or one Stripe Checkout Session (cs_…): the catalogue entry and lock row, every
-reservation involved with its items and whether it still holds them, the
+reservation involved with its items and whether it still holds them (and, for
+a sale, what was refunded at Stripe and any dispute of its payment), the
 Stripe events received (stripe_events) and the audit entries, merged in time
 order. Times are UTC.
 
@@ -100,6 +101,21 @@ std::string LockOf(const nlohmann::json& reservation, const nlohmann::json& item
   return "lock now with " + Cell(item["lock_holder"]);
 }
 
+// The disputes of a sale's payment at Stripe, one phrase each: "dp_… lost
+// (fraudulent, 5000 eur), opened …, closed …"; empty when there are none.
+std::string DisputesOf(const nlohmann::json& r) {
+  std::vector<std::string> out;
+  if (!r["disputes"].is_array()) return "";
+  for (const auto& d : r["disputes"]) {
+    std::string line = Cell(d["id"]) + " " + Cell(d["status"]) + " (" + Cell(d["reason"]) + ", " +
+                       std::to_string(d["amount_minor"].get<long long>()) + " " +
+                       Cell(d["currency"]) + "), opened " + Cell(d["opened_at"]);
+    if (d["closed"].get<bool>()) line += ", closed " + Cell(d["closed_at"]);
+    out.push_back(line);
+  }
+  return Join(out, "; ");
+}
+
 void PrintReservation(std::ostream& out, const nlohmann::json& r) {
   std::string state = r["state"].get<std::string>();
   if (!r["released_reason"].is_null()) state += " (" + Cell(r["released_reason"]) + ")";
@@ -127,7 +143,12 @@ void PrintReservation(std::ostream& out, const nlohmann::json& r) {
        {"holds", r["holds"].get<bool>() ? "yes: every painting" : "nothing"},
        {"sold at", Cell(r["sold_at"])},
        {"session", session},
-       {"payment", Cell(r["payment_intent"])}});
+       {"payment", Cell(r["payment_intent"])},
+       {"refunded at Stripe",
+        r["refunded_minor"].is_null()
+            ? ""
+            : std::to_string(r["refunded_minor"].get<long long>()) + " " + Cell(r["currency"])},
+       {"disputes", DisputesOf(r)}});
 }
 
 int Show(CommandContext& ctx) {
@@ -188,6 +209,10 @@ int Show(CommandContext& ctx) {
                   Cell(r["stripe_session_id"]), Cell(r["stripe_status"])});
       }
       t.Print(out, "  ");
+      for (const auto& r : s.reservations) {
+        const std::string disputes = DisputesOf(r);
+        if (!disputes.empty()) out << "  disputed: " << Cell(r["id"]) << ": " << disputes << "\n";
+      }
     }
   } else {
     for (const auto& r : s.reservations) PrintReservation(out, r);

@@ -1,6 +1,7 @@
 // POST /v1/webhooks/stripe: verify the Stripe-Signature over the raw body,
 // decode the event once, and apply it: checkout events through the one
-// fulfilment function, subscription events to the licences. 2xx only after
+// fulfilment function, refunds and disputes of a payment to its sale,
+// subscription events to the licences. 2xx only after
 // the event is applied (or known); 400 for a bad signature or body; 5xx when
 // Stripe should retry (the retry is safe: application is idempotent).
 #include <ctime>
@@ -31,6 +32,14 @@ void ApplySubscription(QuotaServices& quotas, const webhooks::SubscriptionEvent&
   WriteJson(res, 200, {{"received", true}, {"handled", true}, {"outcome", a.outcome}});
 }
 
+void Answer(const webhooks::FulfilmentOutcome& applied, httplib::Response& res) {
+  if (const auto* failure = std::get_if<webhooks::FulfilmentFailure>(&applied)) {
+    return WriteError(res, ErrorFor(*failure));
+  }
+  const auto& result = std::get<webhooks::FulfilmentResult>(applied);
+  WriteJson(res, 200, {{"received", true}, {"handled", true}, {"outcome", result.outcome}});
+}
+
 void StripeWebhook(const Api& api, const httplib::Request& req, httplib::Response& res) {
   const auto check = webhooks::VerifySignature(
       req.get_header_value("Stripe-Signature"), req.body, api.config.stripe_webhook_secrets,
@@ -48,16 +57,18 @@ void StripeWebhook(const Api& api, const httplib::Request& req, httplib::Respons
   if (event->subscription && api.services.quotas) {
     return ApplySubscription(*api.services.quotas, *event->subscription, res);
   }
+  if (event->refund || event->dispute) {
+    auto applied = event->refund
+                       ? api.services.fulfilment.ApplyRefund(*event->refund, event->id, event->type)
+                       : api.services.fulfilment.ApplyDispute(*event->dispute, event->id,
+                                                              event->type, event->created);
+    return Answer(applied, res);
+  }
   if (!webhooks::IsHandledType(event->type)) {
     base::LogInfo("webhook_ignored", {{"event_id", event->id}, {"event_type", event->type}});
     return WriteJson(res, 200, {{"received", true}, {"handled", false}});
   }
-  auto applied = api.services.fulfilment.Apply(event->session, event->id, event->type, "webhook");
-  if (auto* failure = std::get_if<webhooks::FulfilmentFailure>(&applied)) {
-    return WriteError(res, ErrorFor(*failure));
-  }
-  const auto& result = std::get<webhooks::FulfilmentResult>(applied);
-  WriteJson(res, 200, {{"received", true}, {"handled", true}, {"outcome", result.outcome}});
+  Answer(api.services.fulfilment.Apply(event->session, event->id, event->type, "webhook"), res);
 }
 
 }  // namespace

@@ -86,8 +86,8 @@ DbResult<StoryRows> OperatorQueries::Story(const std::optional<std::string>& pai
       if (p.empty()) return s;
       s.painting = RowJson(p[0]);
     }
-    s.reservations =
-        RowsJson(Exec(n, "admin_reservations", painting, reservation, session), {"items"});
+    s.reservations = RowsJson(Exec(n, "admin_reservations", painting, reservation, session),
+                              {"items", "disputes"});
     std::vector<std::string> ids, sessions;
     if (session) sessions.push_back(*session);
     for (const auto& r : s.reservations) {

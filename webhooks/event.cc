@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "webhooks/charges.h"
+#include "webhooks/json_fields.h"
+
 namespace paintlock::webhooks {
 
 bool IsHandledType(const std::string& type) {
@@ -11,12 +14,6 @@ bool IsHandledType(const std::string& type) {
 }
 
 namespace {
-
-std::string StringOr(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
 
 // A session's metadata as Stripe bounds it (50 keys of at most 40
 // characters, string values of at most 500); anything beyond is left out.
@@ -69,6 +66,19 @@ std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* er
     }
     if (e.session.reservation_id.empty())
       e.session.reservation_id = StringOr(*object, "client_reference_id");
+  }
+  if (IsChargeEventType(e.type)) {
+    if (object == nullptr) {
+      *error = "a " + e.type + " event must carry an object";
+      return std::nullopt;
+    }
+    if (IsDisputeEventType(e.type)) {
+      e.dispute = DecodeDispute(*object, error);
+      if (!e.dispute) return std::nullopt;
+    } else {
+      e.refund = DecodeCharge(*object, error);
+      if (!e.refund) return std::nullopt;
+    }
   }
   if (IsHandledType(e.type) && (!e.is_checkout_session || e.session.session_id.empty())) {
     *error = "a " + e.type + " event must carry a checkout.session with an id";

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "locks/charges.h"
 #include "webhooks/fulfilment.h"
 #include "webhooks/subscriptions.h"
 
@@ -18,6 +19,9 @@ struct WebhookEvent {
   SessionFacts session;              // when is_checkout_session
   // customer.subscription.* events, decoded from the same parse.
   std::optional<SubscriptionEvent> subscription;
+  // charge.refunded: the Charge; charge.dispute.created / .closed: the Dispute.
+  std::optional<locks::ChargeRefundFacts> refund;
+  std::optional<locks::DisputeFacts> dispute;
 };
 
 // The checkout events paintlock applies; others are acknowledged and logged.
@@ -25,7 +29,8 @@ bool IsHandledType(const std::string& type);
 
 // nullopt and *error when the body is not a Stripe event (bad JSON, no id or
 // type, a checkout event whose object has no session id, a subscription event
-// DecodeSubscriptionEvent refuses). The body is parsed once.
+// DecodeSubscriptionEvent refuses, a charge event whose Charge or Dispute
+// webhooks/charges.h refuses). The body is parsed once.
 std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* error);
 
 }  // namespace paintlock::webhooks

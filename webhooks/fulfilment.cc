@@ -76,4 +76,59 @@ FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string
                           a.reservation_id};
 }
 
+namespace {
+
+FulfilmentOutcome ChargeOutcome(const locks::DbResult<locks::ChargeApplied>& applied,
+                                const std::string& event_id, const std::string& event_type,
+                                const std::string& payment_intent) {
+  if (const auto* f = std::get_if<locks::DbFailure>(&applied)) {
+    return f->kind == locks::DbFailureKind::kInternal ? FulfilmentFailure::kInternal
+                                                      : FulfilmentFailure::kDatabaseUnavailable;
+  }
+  const auto& a = std::get<locks::ChargeApplied>(applied);
+  const nlohmann::json fields = {{"event_id", event_id},
+                                 {"event_type", event_type},
+                                 {"payment_intent", payment_intent},
+                                 {"outcome", a.outcome},
+                                 {"reservation_id", a.reservation_id}};
+  if (a.outcome == "unknown_payment_intent") {
+    // Kept: a session completed later for this payment takes it into account.
+    LogWarn("charge_event_unmatched", fields);
+  } else {
+    LogInfo("charge_event_applied", fields);
+  }
+  return FulfilmentResult{a.outcome, a.reservation_id};
+}
+
+// A refund or dispute of a payment Checkout did not make (no payment intent):
+// acknowledged, so Stripe does not retry it for days.
+FulfilmentOutcome Ignored(const std::string& event_id, const std::string& event_type,
+                          const std::string& object_id) {
+  LogInfo("charge_event_ignored", {{"event_id", event_id},
+                                   {"event_type", event_type},
+                                   {"object_id", object_id},
+                                   {"why", "no payment intent: not a Checkout payment"}});
+  return FulfilmentResult{"no_payment_intent", ""};
+}
+
+}  // namespace
+
+FulfilmentOutcome Fulfilment::ApplyRefund(const locks::ChargeRefundFacts& charge,
+                                          const std::string& event_id,
+                                          const std::string& event_type) {
+  if (charge.payment_intent.empty()) return Ignored(event_id, event_type, charge.charge_id);
+  return ChargeOutcome(charges_.ApplyRefund(charge, event_id, event_type, "webhook"), event_id,
+                       event_type, charge.payment_intent);
+}
+
+FulfilmentOutcome Fulfilment::ApplyDispute(const locks::DisputeFacts& dispute,
+                                           const std::string& event_id,
+                                           const std::string& event_type,
+                                           std::int64_t event_created_unix) {
+  if (dispute.payment_intent.empty()) return Ignored(event_id, event_type, dispute.dispute_id);
+  return ChargeOutcome(
+      charges_.ApplyDispute(dispute, event_id, event_type, event_created_unix, "webhook"), event_id,
+      event_type, dispute.payment_intent);
+}
+
 }  // namespace paintlock::webhooks

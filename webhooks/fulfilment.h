@@ -7,7 +7,12 @@
 // buyer took a painting — refunds it through Stripe with an idempotency key
 // derived from the session, so the buyer is refunded exactly once however
 // often the event is delivered. Safe to call many times and concurrently for
-// one session (Stripe's own guidance). Thread-safe.
+// one session (Stripe's own guidance).
+//
+// What Stripe says of the payment afterwards — a refund of its charge, a
+// dispute — goes to the sale the payment made, found by its payment intent
+// (ApplyRefund, ApplyDispute; sql/migrations/0014): deduplicated by event id
+// and order-safe in the same way. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -16,6 +21,7 @@
 #include <string>
 #include <variant>
 
+#include "locks/charges.h"
 #include "locks/database.h"
 #include "locks/sessions.h"
 #include "stripe/client.h"
@@ -34,7 +40,8 @@ std::optional<locks::OfflineCart> OfflineCartFrom(
 
 struct FulfilmentResult {
   // duplicate, unknown_session, sold, sold_late, already_sold, awaiting_payment,
-  // released, refunded, already_refunded, no_change
+  // released, refunded, already_refunded, no_change; for refunds and
+  // disputes, locks::ChargeApplied's outcomes and no_payment_intent
   std::string outcome;
   std::string reservation_id;
 };
@@ -51,7 +58,7 @@ class Fulfilment {
  public:
   Fulfilment(locks::Database& db, stripe::StripeClient& stripe,
              std::chrono::seconds delayed_payment_hold)
-      : sessions_(db, delayed_payment_hold), stripe_(stripe) {}
+      : sessions_(db, delayed_payment_hold), charges_(db), stripe_(stripe) {}
 
   // `event_id` empty when the facts come from retrieving the session (the
   // event type is then "session.retrieved"). `actor` names the caller in the
@@ -59,8 +66,23 @@ class Fulfilment {
   FulfilmentOutcome Apply(const SessionFacts& facts, const std::string& event_id,
                           const std::string& event_type, const std::string& actor);
 
+  // A charge.refunded event: a full refund of a sale puts its paintings back
+  // on sale, a partial one is audited; one for a payment no sale names yet is
+  // kept for when its session completes (outcome unknown_payment_intent,
+  // logged). A charge with no payment intent is acknowledged and logged
+  // (no_payment_intent): Checkout made no such payment. Never kRefundPending.
+  FulfilmentOutcome ApplyRefund(const locks::ChargeRefundFacts& charge, const std::string& event_id,
+                                const std::string& event_type);
+
+  // A charge.dispute.created or .closed event, created at `event_created_unix`:
+  // the sale is flagged with the dispute's status and reason, audited;
+  // nothing changes for its paintings. Outcomes as ApplyRefund's.
+  FulfilmentOutcome ApplyDispute(const locks::DisputeFacts& dispute, const std::string& event_id,
+                                 const std::string& event_type, std::int64_t event_created_unix);
+
  private:
   locks::SessionStore sessions_;
+  locks::ChargeStore charges_;
   stripe::StripeClient& stripe_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "locks/licenses.h"
+#include "webhooks/json_fields.h"
 
 namespace paintlock::webhooks {
 
@@ -18,22 +19,10 @@ bool IsSubscriptionEventType(const std::string& type) {
 
 namespace {
 
-std::string StringOr(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
-
 std::int64_t IntegerOr(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return 0;
   return it->get<std::int64_t>();
-}
-
-// Stripe ids: a prefix, an underscore, and letters, digits or underscores.
-bool IsStripeId(const std::string& id, const char* prefix) {
-  static const std::regex re("^[a-z]{1,8}_[A-Za-z0-9_]{1,250}$");
-  return id.rfind(prefix, 0) == 0 && std::regex_match(id, re);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 -- item, the lock row's holder and fence (a reservation still holds a painting
 -- while the lock names it with the item's fence).
 -- $1 painting id or NULL (every reservation that ever had it); $2 reservation
--- id or NULL; $3 Stripe session id or NULL.
+-- id or NULL; $3 Stripe session id or NULL. Disputes and refunds at Stripe
+-- join by the payment intent (sql/migrations/0014).
 SELECT r.id, r.state, r.released_reason, paintlock_hold_condition(r.id) AS condition,
        r.buyer_ref, r.amount_minor, r.currency, r.stripe_session_id, r.stripe_status,
        r.payment_intent,
@@ -17,7 +18,16 @@ SELECT r.id, r.state, r.released_reason, paintlock_hold_condition(r.id) AS condi
                                           'lock_holder', l.holder, 'lock_fence', l.fence)
                         ORDER BY i.painting_id)
           FROM reservation_items i JOIN painting_locks l ON l.painting_id = i.painting_id
-         WHERE i.reservation_id = r.id)::text AS items
+         WHERE i.reservation_id = r.id)::text AS items,
+       (SELECT json_agg(json_build_object('id', d.id, 'status', d.status, 'reason', d.reason,
+                                          'closed', d.closed, 'amount_minor', d.amount_minor,
+                                          'currency', d.currency,
+                                          'opened_at', paintlock_admin_time(d.opened_at),
+                                          'closed_at', paintlock_admin_time(d.closed_at))
+                        ORDER BY d.opened_at, d.id)
+          FROM disputes d WHERE d.payment_intent = r.payment_intent)::text AS disputes,
+       (SELECT max(c.refunded_minor) FROM charge_refunds c
+         WHERE c.payment_intent = r.payment_intent) AS refunded_minor
   FROM reservations r
  WHERE r.id = $2::uuid
     OR r.stripe_session_id = $3::text

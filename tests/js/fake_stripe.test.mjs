@@ -399,6 +399,58 @@ test('delivers a signed checkout.session.completed that constructEvent accepts',
     Stripe.errors.StripeSignatureVerificationError);
 });
 
+test('refunds and disputes fire charge.refunded and charge.dispute.* that constructEvent accepts',
+  async (t) => {
+    const receiver = await withReceiver(t);
+    const fake = await withFake(t, { webhookUrl: receiver.url, webhookSecret: WEBHOOK_SECRET });
+    const stripe = clientFor(fake);
+    const created = await stripe.checkout.sessions.create(sessionParams());
+    await fake.control.pay(created.id, 'paid');
+    const paid = await stripe.checkout.sessions.retrieve(created.id);
+    const verified = async (type, count = 1) => {
+      const deliveries = await receiver.waitFor((r) => eventOf(r).type === type, { count });
+      return deliveries.map((d) => stripe.webhooks.constructEvent(
+        d.rawBody, d.headers['stripe-signature'], WEBHOOK_SECRET));
+    };
+
+    // A partial refund through the API, then the rest from the "dashboard".
+    await stripe.refunds.create({ payment_intent: paid.payment_intent, amount: 1000 });
+    await fake.control.refund(created.id);
+    const [partial, full] = await verified('charge.refunded', 2);
+    for (const e of [partial, full]) {
+      assert.equal(e.data.object.object, 'charge');
+      assert.match(e.data.object.id, /^ch_/);
+      assert.equal(e.data.object.payment_intent, paid.payment_intent);
+      assert.equal(e.data.object.amount, paid.amount_total);
+      assert.equal(e.data.object.currency, 'eur');
+    }
+    assert.equal(partial.data.object.amount_refunded, 1000);
+    assert.equal(partial.data.object.refunded, false);
+    assert.equal(full.data.object.amount_refunded, paid.amount_total);
+    assert.equal(full.data.object.refunded, true);
+    assert.notEqual(partial.request, null, 'an API refund names its request');
+    assert.equal(full.request, null);
+
+    const other = await stripe.checkout.sessions.create(sessionParams());
+    await fake.control.pay(other.id, 'paid');
+    const otherPaid = await stripe.checkout.sessions.retrieve(other.id);
+    const dispute = await fake.control.dispute(other.id, { reason: 'product_not_received' });
+    assert.match(dispute.id, /^dp_/);
+    await fake.control.closeDispute(dispute.id, 'lost');
+    const [opened] = await verified('charge.dispute.created');
+    const [closed] = await verified('charge.dispute.closed');
+    for (const e of [opened, closed]) {
+      assert.equal(e.data.object.object, 'dispute');
+      assert.equal(e.data.object.id, dispute.id);
+      assert.match(e.data.object.charge, /^ch_/);
+      assert.equal(e.data.object.payment_intent, otherPaid.payment_intent);
+      assert.equal(e.data.object.amount, otherPaid.amount_total);
+      assert.equal(e.data.object.reason, 'product_not_received');
+    }
+    assert.equal(opened.data.object.status, 'needs_response');
+    assert.equal(closed.data.object.status, 'lost');
+  });
+
 test('signatures agree with stripe.webhooks.generateTestHeaderString', async (t) => {
   const receiver = await withReceiver(t);
   const fake = await withFake(t, { webhookUrl: receiver.url, webhookSecret: WEBHOOK_SECRET });

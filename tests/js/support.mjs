@@ -128,6 +128,9 @@ export function testControls(baseUrl) {
     asyncPayment: (id, outcome) =>
       call('POST', `/_test/sessions/${id}/async_payment`, { outcome }),
     expire: (id) => call('POST', `/_test/sessions/${id}/expire`),
+    refund: (id, body = {}) => call('POST', `/_test/sessions/${id}/refund`, body),
+    dispute: (id, body = {}) => call('POST', `/_test/sessions/${id}/dispute`, body),
+    closeDispute: (id, status) => call('POST', `/_test/disputes/${id}/close`, { status }),
     faults: (rule) => call('POST', '/_test/faults', rule),
     clearFaults: () => call('POST', '/_test/faults/clear'),
     webhooks: (settings) => call('POST', '/_test/webhooks', settings),

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -23,6 +24,7 @@
 #include "locks/catalogue.h"
 #include "locks/database.h"
 #include "locks/migrator.h"
+#include "webhooks/signature.h"
 
 extern char** environ;
 
@@ -340,6 +342,13 @@ Reply Request(const std::string& base, const std::string& method, const std::str
 Reply PostJson(const std::string& base, const std::string& path, const nlohmann::json& body,
                const httplib::Headers& headers) {
   return Request(base, "POST", path, body.dump(), "application/json", headers);
+}
+
+Reply DeliverSigned(const std::string& gateway_base, const nlohmann::json& event) {
+  const std::string body = event.dump();
+  const std::string header = webhooks::SignatureHeader(kWebhookSecret, std::time(nullptr), body);
+  return Request(gateway_base, "POST", "/v1/webhooks/stripe", body, "application/json",
+                 {{"Stripe-Signature", header}});
 }
 
 httplib::Headers ApiKeyHeader() { return {{"Authorization", std::string("Bearer ") + kApiKey}}; }

@@ -143,6 +143,9 @@ Reply Request(const std::string& base, const std::string& method, const std::str
 Reply PostJson(const std::string& base, const std::string& path, const nlohmann::json& body,
                const httplib::Headers& headers = {});
 httplib::Headers ApiKeyHeader();
+// POSTs `event` to the gateway's webhook route, signed now with kWebhookSecret
+// as Stripe would sign it.
+Reply DeliverSigned(const std::string& gateway_base, const nlohmann::json& event);
 
 // How a command that ran to completion ended, and what it printed on each
 // stream (kept apart, so a test can tell a table from an error line).
