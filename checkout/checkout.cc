@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "checkout/reservation_metrics.h"
 #include "webhooks/offline_sale.h"
 
 namespace paintlock::checkout {
@@ -212,16 +213,17 @@ Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,
     }
     if (auto* takeover = std::get_if<locks::TakeOverNeeded>(&outcome)) {
       if (attempt == kReserveAttempts) {
-        return locks::DbFailure{locks::DbFailureKind::kContended, "take-over raced"};
+        return CountReservation(
+            locks::DbFailure{locks::DbFailureKind::kContended, "take-over raced"});
       }
       for (const auto& lapsed : takeover->sessions) {
         if (auto stop = TakeOver(lapsed)) {
-          return Narrow<ReserveResult>(*stop);
+          return CountReservation(Narrow<ReserveResult>(*stop));
         }
       }
       continue;
     }
-    return Narrow<ReserveResult>(outcome);
+    return CountReservation(Narrow<ReserveResult>(outcome));
   }
 }
 

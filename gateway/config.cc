@@ -35,6 +35,48 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   return out;
 }
 
+// HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address
+// (returned without brackets); false when it is not that.
+bool ParseHostPort(const std::string& value, std::string* host, int* port) {
+  static const std::regex re(R"(^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$)");
+  std::smatch m;
+  if (!std::regex_match(value, m, re) || std::stol(m[2]) > 65535) return false;
+  *host = m[1];
+  if (host->front() == '[') *host = host->substr(1, host->size() - 2);
+  *port = std::stoi(m[2]);
+  return true;
+}
+
+void ParseMetrics(Reader& r, Config& c) {
+  if (auto v = r.Get("PAINTLOCK_METRICS")) {
+    if (*v == "off") {
+      c.metrics = MetricsExposure::kOff;
+    } else if (*v == "api-key") {
+      c.metrics = MetricsExposure::kApiKey;
+      if (c.api_key.empty()) {
+        r.Problem("PAINTLOCK_METRICS",
+                  "api-key needs PAINTLOCK_API_KEY (scrapers send it as Authorization: Bearer)");
+      }
+    } else if (*v == "listen") {
+      c.metrics = MetricsExposure::kListen;
+    } else {
+      r.Problem("PAINTLOCK_METRICS", "must be off, api-key or listen, got \"" + *v + "\"");
+    }
+  }
+  if (auto v = r.Get("PAINTLOCK_METRICS_LISTEN")) {
+    if (!ParseHostPort(*v, &c.metrics_listen_host, &c.metrics_listen_port)) {
+      r.Problem("PAINTLOCK_METRICS_LISTEN",
+                "must be HOST:PORT such as 127.0.0.1:9464, got \"" + *v + "\"");
+    } else if (c.metrics != MetricsExposure::kListen) {
+      r.Problem("PAINTLOCK_METRICS_LISTEN", "is used only with PAINTLOCK_METRICS=listen");
+    } else if (c.metrics_listen_port != 0 && c.metrics_listen_port == c.listen_port) {
+      r.Problem("PAINTLOCK_METRICS_LISTEN",
+                "must be another port than PAINTLOCK_LISTEN's (" + std::to_string(c.listen_port) +
+                    "): metrics are served there only with PAINTLOCK_METRICS=api-key");
+    }
+  }
+}
+
 }  // namespace
 
 Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problems) {
@@ -48,16 +90,10 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   }
 
   if (auto v = r.Get("PAINTLOCK_LISTEN")) {
-    static const std::regex re(R"(^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$)");
-    std::smatch m;
-    if (!std::regex_match(*v, m, re) || std::stol(m[2]) > 65535) {
+    if (!ParseHostPort(*v, &c.listen_host, &c.listen_port)) {
       r.Problem("PAINTLOCK_LISTEN", "must be HOST:PORT such as 127.0.0.1:8080, got \"" + *v + "\"");
     } else {
-      c.listen_host = m[1];
-      if (c.listen_host.front() == '[')
-        c.listen_host = c.listen_host.substr(1, c.listen_host.size() - 2);
-      c.listen_port = std::stoi(m[2]);
-      c.public_url = "http://" + std::string(m[1]) + ":" + std::string(m[2]);
+      c.public_url = "http://" + *v;
     }
   }
   if (auto v = r.Get("PAINTLOCK_PUBLIC_URL")) {
@@ -206,6 +242,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
       r.Problem("PAINTLOCK_ON_DATABASE_DOWN", "must be refuse or sell, got \"" + *v + "\"");
     }
   }
+  ParseMetrics(r, c);
   return c;
 }
 
@@ -269,6 +306,11 @@ std::string ConfigHelp() {
                                     503 (refuse, default), or a Stripe session priced from the
                                     catalogue held in memory (sell), applied when the database
                                     is back; a painting sold twice meanwhile is refunded
+  PAINTLOCK_METRICS                 off | api-key | listen: GET /metrics (Prometheus text) is not
+                                    served (off, default), served behind PAINTLOCK_API_KEY
+                                    (api-key), or open on PAINTLOCK_METRICS_LISTEN only (listen)
+  PAINTLOCK_METRICS_LISTEN          HOST:PORT of the metrics listener with PAINTLOCK_METRICS=listen
+                                    (default 127.0.0.1:9464; port 0 = any, logged)
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
   STRIPE_CA_FILE                    extra CA bundle to trust (optional)

@@ -21,6 +21,11 @@
 
 namespace paintlock::gateway {
 
+// How GET /metrics is served (PAINTLOCK_METRICS): not at all (404), on the
+// gateway's address behind the API key, or open on its own listen address
+// (PAINTLOCK_METRICS_LISTEN) and nowhere else.
+enum class MetricsExposure { kOff, kApiKey, kListen };
+
 struct Config {
   // DATABASE_URL and the pool (PAINTLOCK_DB_POOL, PAINTLOCK_DB_*_TIMEOUT_MS).
   locks::DatabaseOptions database = [] {
@@ -105,6 +110,11 @@ struct Config {
   // charged. true (sell): a Stripe session priced from the catalogue snapshot
   // in memory, applied as a late payment when the database is back.
   bool sell_when_database_down = false;
+
+  // GET /metrics (gateway/metrics_routes.h).
+  MetricsExposure metrics = MetricsExposure::kOff;
+  std::string metrics_listen_host = "127.0.0.1";
+  int metrics_listen_port = 9464;  // 0: any free port (logged at start)
 };
 
 // Reads every setting; each problem found is appended to *problems as one

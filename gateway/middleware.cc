@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "gateway/cors.h"
 #include "gateway/http_errors.h"
+#include "gateway/metrics_routes.h"
 #include "locks/database.h"
 
 namespace paintlock::gateway {
@@ -70,6 +71,7 @@ void InstallMiddleware(httplib::Server& server, const Config& config) {
                              {"path", LoggablePath(req.path)},
                              {"status", res.status},
                              {"duration_ms", std::round(ms * 100) / 100}};
+    CountRequest(req, res, ms / 1000);
     if (res.status >= 500) {
       base::LogWarn("request", fields);
     } else {

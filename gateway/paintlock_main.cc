@@ -18,6 +18,7 @@
 #include "gateway/config.h"
 #include "gateway/edge/edge_server.h"
 #include "gateway/limit_routes.h"
+#include "gateway/metrics_routes.h"
 #include "gateway/quota_routes.h"
 #include "gateway/server.h"
 #include "gateway/stripe_budget.h"
@@ -26,6 +27,7 @@
 #include "locks/credits.h"
 #include "locks/database.h"
 #include "locks/health.h"
+#include "locks/hold_counts.h"
 #include "locks/leases.h"
 #include "locks/licenses.h"
 #include "locks/migrator.h"
@@ -230,6 +232,17 @@ int main(int argc, char** argv) {
   services.availability = &availability;
   gateway::HttpApi api(config, services);
   api.Install(server);
+  // GET /metrics (PAINTLOCK_METRICS): holds are read at most every 5 s.
+  locks::HoldCounts hold_counts(*db, std::chrono::seconds(5));
+  gateway::MetricsEndpoint metrics({db.get(), &hold_counts, &availability, &checkout});
+  gateway::InstallMetricsRoute(server, config, metrics);
+  gateway::MetricsListener metrics_listener(metrics);
+  if (config.metrics == gateway::MetricsExposure::kListen &&
+      metrics_listener.Start(config.metrics_listen_host, config.metrics_listen_port) < 0) {
+    return Fail("cannot listen for metrics on " + config.metrics_listen_host + ":" +
+                std::to_string(config.metrics_listen_port) +
+                " (in use, or not an address of this machine): set PAINTLOCK_METRICS_LISTEN");
+  }
 
   int port = config.listen_port;
   if (port == 0) {
@@ -277,6 +290,7 @@ int main(int argc, char** argv) {
   listening_ended = true;
   pthread_kill(stopper.native_handle(), SIGTERM);  // a no-op wake-up if it already ran
   stopper.join();
+  metrics_listener.Stop();
   availability_listener.Stop();
   offline_snapshot.StopRefreshing();
   base::LogInfo("stopped");

@@ -10,6 +10,7 @@
 //   quota_routes.cc        /v1/quotas, /v1/licenses
 //   credit_routes.cc       /v1/credits
 //   limit_routes.cc        /v1/ratelimits, /v1/leases
+//   metrics_routes.cc      GET /metrics (installed by main as PAINTLOCK_METRICS says)
 // with middleware.cc (request ids, CORS, access log, last-resort errors,
 // the API key) around them and http_errors.cc as the one error table.
 //

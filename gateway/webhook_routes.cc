@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "gateway/http_errors.h"
+#include "gateway/metrics_routes.h"
 #include "gateway/quota_routes.h"
 #include "gateway/routes.h"
 #include "webhooks/event.h"
@@ -74,8 +75,10 @@ void StripeWebhook(const Api& api, const httplib::Request& req, httplib::Respons
 }  // namespace
 
 void InstallWebhookRoutes(httplib::Server& server, const Api& api) {
-  server.Post("/v1/webhooks/stripe",
-              [&api](const auto& req, auto& res) { StripeWebhook(api, req, res); });
+  server.Post("/v1/webhooks/stripe", [&api](const auto& req, auto& res) {
+    StripeWebhook(api, req, res);
+    CountWebhook(req, res);
+  });
 }
 
 }  // namespace paintlock::gateway

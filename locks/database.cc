@@ -88,8 +88,11 @@ std::unique_ptr<pqxx::connection> Database::Take(std::string* error) {
     auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
     for (;;) {
       while (idle_.empty() && open_ >= options_.pool_size) {
-        if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
-            open_ >= options_.pool_size) {
+        ++waiting_;
+        const bool timed_out = freed_.wait_until(lock, deadline) == std::cv_status::timeout;
+        --waiting_;
+        if (timed_out && idle_.empty() && open_ >= options_.pool_size) {
+          ++acquire_timeouts_;
           *error = "no free database connection within the acquire timeout";
           return nullptr;
         }
@@ -115,6 +118,11 @@ std::unique_ptr<pqxx::connection> Database::Take(std::string* error) {
     freed_.notify_one();
   }
   return c;
+}
+
+Database::PoolStats Database::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {options_.pool_size, open_, static_cast<int>(idle_.size()), waiting_, acquire_timeouts_};
 }
 
 void Database::Give(std::unique_ptr<pqxx::connection> c) {

@@ -137,6 +137,17 @@ class Database {
 
   const DatabaseOptions& options() const { return options_; }
 
+  // The pool as it is now (for metrics): connections open (idle + in use),
+  // idle, callers waiting for one, and acquire timeouts since start.
+  struct PoolStats {
+    int size = 0;
+    int open = 0;
+    int idle = 0;
+    int waiting = 0;
+    long long acquire_timeouts = 0;
+  };
+  PoolStats Stats();
+
   // Publishes availability changes after commit; lives as long as this.
   AvailabilityPublisher& availability() { return *availability_; }
 
@@ -167,6 +178,8 @@ class Database {
   std::condition_variable freed_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_;  // guarded by mu_
   int open_ = 0;                                         // guarded by mu_: idle + leased
+  int waiting_ = 0;                                      // guarded by mu_: callers in Take
+  long long acquire_timeouts_ = 0;                       // guarded by mu_
 
   // Last member: stopped (and drained) before the pool goes.
   std::unique_ptr<AvailabilityPublisher> availability_;

@@ -20,6 +20,7 @@
 #include "stripe/api_base.h"
 #include "stripe/responses.h"
 #include "stripe/session_form.h"
+#include "stripe/stripe_metrics.h"
 
 namespace paintlock::stripe {
 
@@ -278,6 +279,7 @@ HttpsStripeClient::Exchange HttpsStripeClient::SendOnce(milliseconds read_timeou
   };
   if (!idempotency_key.empty()) headers.emplace("Idempotency-Key", idempotency_key);
 
+  const auto started = std::chrono::steady_clock::now();
   std::unique_ptr<httplib::ClientImpl> conn = TakeConnection();
   conn->set_read_timeout(read_timeout);
   conn->set_write_timeout(read_timeout);
@@ -296,6 +298,8 @@ HttpsStripeClient::Exchange HttpsStripeClient::SendOnce(milliseconds read_timeou
     ex.verify_result = tls->get_openssl_verify_result();
   }
   // A connection that failed is dropped: its socket state is unknown.
+  CountExchange(method, path, ex.status,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   return ex;
 }
 
@@ -364,6 +368,7 @@ std::optional<StripeError> HttpsStripeClient::Call(const char* method, const std
     if (!idempotency_key.empty()) fields["idempotency_key"] = idempotency_key;
     if (!ex.request_id.empty()) fields["stripe_request_id"] = ex.request_id;
     base::LogWarn("stripe_retry", fields);
+    Metrics().retries.With({EndpointLabel(method, path)}).Inc();
     options_.sleep(delay);
   }
 }

@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "webhooks/offline_sale.h"
+#include "webhooks/webhook_metrics.h"
 
 namespace paintlock::webhooks {
 
@@ -48,6 +49,7 @@ FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string
                               {"outcome", a.outcome},
                               {"reservation_id", a.reservation_id},
                               {"offline", facts.offline.has_value()}});
+  if (a.outcome == "sold_late") CountLatePayment(false);
   if (a.outcome != "refund_needed") return FulfilmentResult{a.outcome, a.reservation_id};
 
   // The buyer paid for paintings another buyer has. Refund through Stripe; the
@@ -72,6 +74,7 @@ FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string
                                     {"reservation_id", a.reservation_id},
                                     {"refund_id", refund_id},
                                     {"recorded_now", std::get<bool>(recorded)}});
+  if (std::get<bool>(recorded)) CountLatePayment(true);
   return FulfilmentResult{std::get<bool>(recorded) ? "refunded" : "already_refunded",
                           a.reservation_id};
 }
