@@ -190,7 +190,10 @@ int Show(CommandContext& ctx) {
         << "\n";
     std::string holder = Cell(p["holder"]);
     if (!holder.empty()) holder += " (" + Cell(p["holder_state"]) + ")";
+    std::string withdrawn = Cell(p["withdrawn_at"]);
+    if (!withdrawn.empty()) withdrawn += " (" + Cell(p["withdrawn_reason"]) + ")";
     PrintFields(out, {{"sold at", Cell(p["sold_at"])},
+                      {"withdrawn", withdrawn},
                       {"lock holder", holder},
                       {"held until", Cell(p["held_until"])},
                       {"sold until", Cell(p["sold_until"])},

@@ -117,6 +117,13 @@ HttpError ErrorFor(const locks::Busy& busy) {
 }
 
 HttpError ErrorFor(const locks::Sold& sold) {
+  if (sold.withdrawn) {
+    return {409,
+            "painting_withdrawn",
+            "Painting \"" + sold.painting + "\" is not for sale at the moment.",
+            {{"painting", sold.painting}},
+            0};
+  }
   return {409,
           "painting_sold",
           "Painting \"" + sold.painting + "\" has been sold.",
@@ -130,6 +137,14 @@ HttpError ErrorFor(const locks::Unknown& unknown) {
           "There is no painting \"" + unknown.painting + "\".",
           {{"painting", unknown.painting}},
           0};
+}
+
+HttpError StartingAfterNotFound(const std::string& painting) {
+  HttpError e = InvalidRequest("starting_after names no painting (\"" + painting +
+                                   "\"): pass the id of the last painting of the page before.",
+                               "starting_after");
+  e.code = "starting_after_not_found";
+  return e;
 }
 
 HttpError ErrorFor(const checkout::MixedCurrency& mixed) {

@@ -91,6 +91,8 @@ HttpError ErrorFor(const locks::Unknown& unknown);
 HttpError ErrorFor(const checkout::MixedCurrency& mixed);
 HttpError ErrorFor(const checkout::StripeFailed& failed);
 HttpError ErrorFor(const checkout::ReservationPaid& paid);
+// GET /v1/paintings?starting_after= names no painting.
+HttpError StartingAfterNotFound(const std::string& painting);
 HttpError ReservationNotFound();
 HttpError SessionNotFound();
 // A late payment for a painting someone else bought meanwhile, refunded.

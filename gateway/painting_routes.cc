@@ -1,6 +1,13 @@
 // GET /v1/paintings and GET /v1/paintings/{id}: the catalogue with each
-// painting's availability computed now (free, reserved with free_at, sold).
+// painting's availability computed now (available, reserved with free_at,
+// sold, withdrawn).
+//
+// The list follows Stripe's list convention: {"object": "list", "url",
+// "has_more", "data": [...]}, in id order, at most `limit` (1..100, default
+// 100) paintings after `starting_after`. `paintings` repeats `data` for the
+// clients written before pagination; they see the first page.
 #include "gateway/http_errors.h"
+#include "gateway/limit_routes_parsing.h"
 #include "gateway/request_parsing.h"
 #include "gateway/routes.h"
 
@@ -18,18 +25,57 @@ nlohmann::json PaintingJson(const locks::PaintingView& v) {
   return j;
 }
 
+constexpr int kDefaultPageSize = locks::Catalogue::kMaxPageSize;
+
+// limit and starting_after, or the 400 that names the bad one.
+bool ParsePageQuery(const httplib::Request& req, int* limit,
+                    std::optional<std::string>* starting_after, HttpError* error) {
+  *limit = kDefaultPageSize;
+  if (req.has_param("limit")) {
+    auto n = ParseWholeNumber(req.get_param_value("limit"), 1, locks::Catalogue::kMaxPageSize);
+    if (req.get_param_value_count("limit") != 1 || !n) {
+      *error = InvalidRequest("limit must be one whole number from 1 to " +
+                                  std::to_string(locks::Catalogue::kMaxPageSize) + ".",
+                              "limit");
+      return false;
+    }
+    *limit = static_cast<int>(*n);
+  }
+  if (req.has_param("starting_after")) {
+    const std::string after = req.get_param_value("starting_after");
+    if (req.get_param_value_count("starting_after") != 1 || !IsValidPaintingId(after)) {
+      *error = InvalidRequest(
+          "starting_after must be one painting id: the id of the last painting of the page "
+          "before.",
+          "starting_after");
+      return false;
+    }
+    *starting_after = after;
+  }
+  return true;
+}
+
 }  // namespace
 
 void InstallPaintingRoutes(httplib::Server& server, const Api& api) {
   locks::Catalogue& catalogue = api.services.catalogue;
-  server.Get("/v1/paintings", [&catalogue](const httplib::Request&, httplib::Response& res) {
-    auto list = catalogue.List();
-    if (auto* f = std::get_if<locks::DbFailure>(&list)) return WriteError(res, ErrorFor(*f));
+  server.Get("/v1/paintings", [&catalogue](const httplib::Request& req, httplib::Response& res) {
+    int limit = 0;
+    std::optional<std::string> starting_after;
+    HttpError bad;
+    if (!ParsePageQuery(req, &limit, &starting_after, &bad)) return WriteError(res, bad);
+    auto page_or = catalogue.Page(limit, starting_after);
+    if (auto* f = std::get_if<locks::DbFailure>(&page_or)) return WriteError(res, ErrorFor(*f));
+    const auto& page = std::get<locks::CataloguePage>(page_or);
+    if (!page.cursor_known) return WriteError(res, StartingAfterNotFound(*starting_after));
     nlohmann::json items = nlohmann::json::array();
-    for (const auto& v : std::get<std::vector<locks::PaintingView>>(list)) {
-      items.push_back(PaintingJson(v));
-    }
-    WriteJson(res, 200, {{"paintings", items}});
+    for (const auto& v : page.paintings) items.push_back(PaintingJson(v));
+    WriteJson(res, 200,
+              {{"object", "list"},
+               {"url", "/v1/paintings"},
+               {"has_more", page.has_more},
+               {"data", items},
+               {"paintings", items}});
   });
   server.Get(R"(/v1/paintings/([^/]+))",
              [&catalogue](const httplib::Request& req, httplib::Response& res) {

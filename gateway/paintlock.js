@@ -37,8 +37,9 @@
  * Optional attributes on the button:
  *   data-paintlock-status="ID"   the element to write messages into (default:
  *                                a <span class="paintlock-status"> after it)
- *   data-paintlock-label-reserved / -sold / -pending / -own   labels (defaults
- *                                "Reserved", "Sold", "One moment…", "Resume payment")
+ *   data-paintlock-label-reserved / -sold / -withdrawn / -pending / -own   labels
+ *                                (defaults "Reserved", "Sold", "Not for sale",
+ *                                "One moment…", "Resume payment")
  * On the script tag: data-paintlock-gateway="https://…" overrides the gateway.
  * A button inside <form method="post" action="GATEWAY/v1/checkout"> still
  * works without JavaScript.
@@ -108,7 +109,7 @@
     return (el.getAttribute('data-paintlock-painting') || '').split(/[\s,]+/).filter(Boolean);
   }
 
-  // A cart is sold if any painting is, reserved (until the latest free_at) if
+  // A cart is sold if any painting is, withdrawn (not for sale) if any is, reserved (until the latest free_at) if
   // any is, available when all are known to be.
   function combined(ids) {
     var state = 'available', freeAt = null, unknown = false;
@@ -116,13 +117,14 @@
       var k = known.get(ids[i]);
       if (!k) { unknown = true; continue; }
       if (k.state === 'sold') return { state: 'sold', free_at: null };
-      if (k.state === 'reserved') {
+      if (k.state === 'withdrawn') { state = 'withdrawn'; continue; }
+      if (k.state === 'reserved' && state !== 'withdrawn') {
         state = 'reserved';
         if (!freeAt || Date.parse(k.free_at) > Date.parse(freeAt)) freeAt = k.free_at;
       }
     }
     if (state === 'available' && unknown) state = 'unknown';
-    return { state: state, free_at: freeAt };
+    return { state: state, free_at: state === 'withdrawn' ? null : freeAt };
   }
 
   function apply(p) {
@@ -150,7 +152,7 @@
   }
 
   function label(el, state) {
-    var defaults = { reserved: 'Reserved', sold: 'Sold', pending: 'One moment…' };
+    var defaults = { reserved: 'Reserved', sold: 'Sold', withdrawn: 'Not for sale', pending: 'One moment…' };
     return el.getAttribute('data-paintlock-label-' + state) || defaults[state];
   }
 
@@ -191,7 +193,8 @@
     else el.removeAttribute('data-paintlock-own');
     if (place) el.setAttribute('data-paintlock-line', place.state);
     else el.removeAttribute('data-paintlock-line');
-    var off = !own && !turn && (state === 'pending' || state === 'reserved' || state === 'sold');
+    var off = !own && !turn && (state === 'pending' || state === 'reserved' || state === 'sold' ||
+                        state === 'withdrawn');
     if ('disabled' in el) el.disabled = off;
     el.setAttribute('aria-disabled', off ? 'true' : 'false');
     var text = own ? el.getAttribute('data-paintlock-label-own') || 'Resume payment'
@@ -556,6 +559,8 @@
                   line_length: k ? k.line_length : 0 });
         } else if (res.status === 409 && body.code === 'painting_sold' && body.painting) {
           apply({ id: body.painting, state: 'sold' });
+        } else if (res.status === 409 && body.code === 'painting_withdrawn' && body.painting) {
+          apply({ id: body.painting, state: 'withdrawn' });
         } else {
           note = body.message || 'The checkout could not start (HTTP ' + res.status + '). Please try again.';
         }

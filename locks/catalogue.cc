@@ -49,6 +49,24 @@ DbResult<std::vector<PaintingView>> Catalogue::List() {
   });
 }
 
+DbResult<CataloguePage> Catalogue::Page(int limit,
+                                        const std::optional<std::string>& starting_after) {
+  return db_.RunIdempotent("paintings_page", [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);
+    CataloguePage page;
+    for (const auto& row : Exec(n, "paintings_page", starting_after, limit)) {
+      page.cursor_known = row["cursor_known"].as<bool>();
+      if (row["id"].is_null()) continue;
+      if (static_cast<int>(page.paintings.size()) == limit) {
+        page.has_more = true;
+        break;
+      }
+      page.paintings.push_back(ViewOf(row));
+    }
+    return page;
+  });
+}
+
 DbResult<std::optional<PaintingView>> Catalogue::Get(const std::string& id) {
   return db_.RunIdempotent("painting_get", [&](pqxx::connection& c) -> std::optional<PaintingView> {
     pqxx::nontransaction n(c);
@@ -93,8 +111,10 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
         ++report.unchanged;
         continue;
       }
-      if (price_changed && !force && row["state"].as<std::string>() != "available") {
-        report.refused.push_back(e.id + " is " + row["state"].as<std::string>());
+      // Nobody can be paying for an available or a withdrawn painting.
+      const std::string state = row["state"].as<std::string>();
+      if (price_changed && !force && state != "available" && state != "withdrawn") {
+        report.refused.push_back(e.id + " is " + state);
         continue;
       }
       Exec(w, "catalog_import_update", e.id, e.title, e.price_minor, e.currency);
@@ -111,6 +131,42 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
   });
   if (std::holds_alternative<ImportReport>(imported)) db_.availability().PaintingsChanged(changed);
   return imported;
+}
+
+}  // namespace paintlock::locks
+
+namespace paintlock::locks {
+
+namespace {
+
+std::optional<std::string> TextOrNull(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<std::string>();
+}
+
+}  // namespace
+
+DbResult<WithdrawalChange> Catalogue::SetWithdrawn(const std::string& painting, bool withdrawn,
+                                                   const std::string& reason,
+                                                   const std::string& actor) {
+  const char* statement = withdrawn ? "catalog_withdraw" : "catalog_restore";
+  auto changed = db_.Run(statement, [&](pqxx::connection& c) {
+    pqxx::nontransaction n(c);  // one statement: its own transaction
+    pqxx::row row = Exec1(n, statement, painting, reason, actor);
+    WithdrawalChange change;
+    change.outcome = row["outcome"].as<std::string>();
+    if (withdrawn) {
+      change.holder = TextOrNull(row["holder"]);
+      change.holder_state = TextOrNull(row["holder_state"]);
+      change.until = TextOrNull(row["until"]);
+    }
+    return change;
+  });
+  if (auto* change = std::get_if<WithdrawalChange>(&changed);
+      change && (change->outcome == "withdrawn" || change->outcome == "restored")) {
+    db_.availability().PaintingsChanged({painting});
+  }
+  return changed;
 }
 
 }  // namespace paintlock::locks

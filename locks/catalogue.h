@@ -23,7 +23,7 @@ struct CatalogueEntry {
 
 struct PaintingView {
   CatalogueEntry entry;
-  std::string state;            // available | reserved | sold
+  std::string state;            // available | reserved | sold | withdrawn
   std::string free_at;          // RFC 3339 when reserved, else empty
   int retry_after_seconds = 0;  // when reserved: whole seconds until free_at
 };
@@ -41,11 +41,34 @@ struct ImportReport {
 // CHECKs); an empty string when valid, else what is wrong.
 std::string ValidateEntry(const CatalogueEntry& e);
 
+// One page of the catalogue in id order (Catalogue::Page).
+struct CataloguePage {
+  bool cursor_known = true;  // false: starting_after names no painting (`paintings` is empty)
+  std::vector<PaintingView> paintings;
+  bool has_more = false;  // paintings after the last one returned
+};
+
+// What withdrawing a painting from sale, or restoring it, did
+// (sql/migrations/0012: paintlock_admin_withdraw, paintlock_admin_restore).
+struct WithdrawalChange {
+  // Withdrawing: withdrawn | already_withdrawn | sold | held | unknown.
+  // Restoring: restored | not_withdrawn | unknown.
+  std::string outcome;
+  // Withdrawing, when held: the holding reservation, its state, and when its
+  // hold ends (nullopt while its Stripe session may still be paid).
+  std::optional<std::string> holder, holder_state, until;
+};
+
 class Catalogue {
  public:
   explicit Catalogue(Database& db) : db_(db) {}
 
   DbResult<std::vector<PaintingView>> List();
+  // At most `limit` (1..kMaxPageSize) paintings with ids after
+  // `starting_after` (from the first when nullopt), in id order, read in one
+  // statement (keyset, not offset: a page costs the same wherever it starts).
+  DbResult<CataloguePage> Page(int limit, const std::optional<std::string>& starting_after);
+  static constexpr int kMaxPageSize = 100;
   DbResult<std::optional<PaintingView>> Get(const std::string& id);
   // The catalogue entries of a cart, sorted by id; unknown ids are missing.
   DbResult<std::vector<CatalogueEntry>> ForCart(const std::vector<std::string>& ids);
@@ -54,6 +77,14 @@ class Catalogue {
   // valid (ValidateEntry). With `force`, price changes on reserved or sold
   // paintings are applied too.
   DbResult<ImportReport> Import(const std::vector<CatalogueEntry>& entries, bool force);
+
+  // Takes a painting off sale without selling it (`withdrawn` true) or puts it
+  // back, under its lock row, audited with `reason` and `actor`. Withdrawing is
+  // refused while a reservation holds the painting or its Stripe session may
+  // still be paid, and for a sold painting. Availability listeners hear of the
+  // painting after commit.
+  DbResult<WithdrawalChange> SetWithdrawn(const std::string& painting, bool withdrawn,
+                                          const std::string& reason, const std::string& actor);
 
  private:
   Database& db_;

@@ -74,7 +74,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
   const pqxx::result& r = std::get<pqxx::result>(rows);
 
   // Precedence when several paintings are in the way: an unknown painting
-  // (404) before a sold one, a sold one before a held one, and take-over only
+  // (404) before a sold or withdrawn one, that before a held one, and take-over only
   // when nothing else stands in the way.
   std::optional<Sold> sold;
   std::optional<Busy> busy;
@@ -89,6 +89,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
     const std::string painting = row["painting_id"].as<std::string>();
     if (outcome == "unknown") return Unknown{painting};
     if (outcome == "sold" && !sold) sold = Sold{painting};
+    if (outcome == "withdrawn" && !sold) sold = Sold{painting, true};
     if (outcome == "busy" && !busy) {
       busy = Busy{painting, row["until"].as<std::string>(), row["seconds_until"].as<int>()};
     }

@@ -33,8 +33,12 @@ struct Busy {  // held by a live reservation, or its line's claim window runs
   // gave a line token that waits in it (locks/lines.h).
   std::optional<std::int64_t> line_position = std::nullopt;
 };
+// Not on sale: sold, or withdrawn by the seller (paintlockctl catalog
+// withdraw). Both are refused the same way and ranked the same; only the
+// code the buyer sees differs.
 struct Sold {
   std::string painting;
+  bool withdrawn = false;
 };
 struct Unknown {
   std::string painting;
