@@ -21,7 +21,7 @@ struct Condition {
   const char* name;
   const char* next_step;  // what an operator does about it; empty when nothing
 };
-// In the order of paintlock_hold_rank (sql/migrations/0014): the first six are stuck.
+// In the order of paintlock_hold_rank (sql/migrations/0013): the first six are stuck.
 constexpr Condition kConditions[] = {
     {"refund_pending",
      "a late payment must be refunded and Stripe has not confirmed it: `paintlockctl reconcile`"},

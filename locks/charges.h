@@ -1,6 +1,6 @@
 // What Stripe says of a payment after it was made — refunds of its charge
 // and disputes (chargebacks) — applied to the sale it paid for
-// (sql/migrations/0014_refunds_and_disputes.sql). The sale is found by its
+// (sql/migrations/0013_refunds_and_disputes.sql). The sale is found by its
 // payment intent, never by painting. webhooks::Fulfilment decodes the events;
 // this store only runs the statements. Thread-safe: every call runs on its
 // own pooled connection.

@@ -1,7 +1,7 @@
 // Refunds and disputes made at Stripe, end to end: the fake Stripe refunds or
 // disputes a paid session's payment and sends charge.refunded /
 // charge.dispute.* signed to the real gateway, which maps the charge to the
-// sale by its payment intent (sql/migrations/0014). Every test ends by
+// sale by its payment intent (sql/migrations/0013). Every test ends by
 // checking the invariants of docs/ARCHITECTURE.md in SQL.
 #include <doctest/doctest.h>
 

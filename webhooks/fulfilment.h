@@ -11,7 +11,7 @@
 //
 // What Stripe says of the payment afterwards — a refund of its charge, a
 // dispute — goes to the sale the payment made, found by its payment intent
-// (ApplyRefund, ApplyDispute; sql/migrations/0014): deduplicated by event id
+// (ApplyRefund, ApplyDispute; sql/migrations/0013): deduplicated by event id
 // and order-safe in the same way. Thread-safe.
 #pragma once
 

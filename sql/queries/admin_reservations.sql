@@ -3,7 +3,7 @@
 -- while the lock names it with the item's fence).
 -- $1 painting id or NULL (every reservation that ever had it); $2 reservation
 -- id or NULL; $3 Stripe session id or NULL. Disputes and refunds at Stripe
--- join by the payment intent (sql/migrations/0014).
+-- join by the payment intent (sql/migrations/0013).
 SELECT r.id, r.state, r.released_reason, paintlock_hold_condition(r.id) AS condition,
        r.buyer_ref, r.amount_minor, r.currency, r.stripe_session_id, r.stripe_status,
        r.payment_intent,

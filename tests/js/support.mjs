@@ -294,7 +294,21 @@ export async function freePort() {
  * once it logs "listening": {port, url, logPath, stop()}.
  */
 export async function startGateway({ databaseUrl, stripeUrl, port, env = {} }) {
-  port = port ?? (await freePort());
+  if (port !== undefined) return startGatewayOn({ databaseUrl, stripeUrl, port, env });
+  // A free port can be taken by a test running alongside before the gateway
+  // binds it: then the gateway exits at once saying so, and another is tried.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startGatewayOn({ databaseUrl, stripeUrl, port: await freePort(), env });
+    } catch (e) {
+      if (attempt >= 3 || !(e instanceof PortTaken)) throw e;
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function startGatewayOn({ databaseUrl, stripeUrl, port, env }) {
   fs.mkdirSync(testLogDir, { recursive: true });
   const logPath = path.join(testLogDir, `gateway-js-${process.pid}-${port}.log`);
   const log = fs.createWriteStream(logPath);
@@ -315,12 +329,22 @@ export async function startGateway({ databaseUrl, stripeUrl, port, env = {} }) {
     },
   });
   child.stderr.pipe(log, { end: false });
+  // What it says on stderr before listening (a start-up error), bounded.
+  let startupErrors = '';
+  child.stderr.on('data', (d) => {
+    if (startupErrors.length < 64 * 1024) startupErrors += d;
+  });
+  const closed = new Promise((resolve) => child.on('close', resolve));
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const listening = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`paintlock did not listen within 20 s; log: ${logPath}`)), 20_000);
     exited.then(({ code }) => {
       clearTimeout(timer);
-      reject(new Error(`paintlock exited early (code ${code}); log: ${logPath}`));
+      const text = `paintlock exited early (code ${code}); log: ${logPath}`;
+      closed.then(() => {
+        const taken = startupErrors.includes(`cannot listen on 127.0.0.1:${port}`);
+        reject(taken ? new PortTaken(text) : new Error(text));
+      });
     });
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       log.write(line + '\n');
