@@ -122,8 +122,8 @@ TEST_CASE("metrics: a scrape after traffic counts it by route, outcome and endpo
           s,
           R"(paintlock_http_request_duration_seconds_bucket{route="/v1/checkout",method="POST",le="+Inf"})") ==
       3);
-  for (const auto& [series, value] : s) {
-    CHECK_MESSAGE(series.find("p2") == std::string::npos, series);  // never a raw path
+  for (const auto& sample : s) {  // (no structured binding: doctest's CHECK captures it)
+    CHECK_MESSAGE(sample.first.find("p2") == std::string::npos, sample.first);  // never a raw path
   }
 
   CHECK(Value(s, completed) == 1);
