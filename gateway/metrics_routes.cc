@@ -77,22 +77,8 @@ void CountRequest(const httplib::Request& req, const httplib::Response& res, dou
   Durations().With({route, method}).Observe(seconds);
 }
 
-void CountWebhook(const httplib::Request& req, const httplib::Response& res) {
-  const auto answer = nlohmann::json::parse(res.body, nullptr, false);
-  if (!answer.is_object()) return webhooks::CountWebhookEvent("unverified", "internal");
-  const std::string code = answer.value("code", "");
-  if (code == "invalid_signature" || code == "invalid_request") {
-    return webhooks::CountWebhookEvent("unverified", code);
-  }
-  // The signature held: the body is Stripe's, and was parsed once already.
-  const auto event = nlohmann::json::parse(req.body, nullptr, false);
-  std::string type = event.is_object() ? event.value("type", "") : "";
-  if (!LooksLikeEventType(type)) type = "other";
-  std::string outcome = code;
-  if (outcome.empty()) {
-    outcome = answer.value("handled", true) ? answer.value("outcome", "applied") : "ignored";
-  }
-  webhooks::CountWebhookEvent(type, outcome);
+void CountWebhook(const WebhookTally& tally) {
+  webhooks::CountWebhookEvent(LooksLikeEventType(tally.type) ? tally.type : "other", tally.outcome);
 }
 
 MetricsEndpoint::MetricsEndpoint(MetricsSources sources) : sources_(sources) {

@@ -37,9 +37,17 @@ std::string RouteLabel(const httplib::Request& req);
 // Counts one answered request; called by the middleware's access log.
 void CountRequest(const httplib::Request& req, const httplib::Response& res, double seconds);
 
-// Counts one answered webhook delivery by its event type and outcome
-// (webhooks/webhook_metrics.h), read back from the request and the answer.
-void CountWebhook(const httplib::Request& req, const httplib::Response& res);
+// One answered webhook delivery: its event type ("unverified" when the
+// signature or body was refused) and outcome (the fulfilment outcome,
+// "ignored", or the error code answered).
+struct WebhookTally {
+  std::string type;
+  std::string outcome;
+};
+
+// Counts it (webhooks/webhook_metrics.h); a type that does not look like a
+// Stripe event type is counted as "other", so labels stay bounded.
+void CountWebhook(const WebhookTally& tally);
 
 // What a scrape reads besides the counters. Any pointer may be null: that
 // family is then left out.
