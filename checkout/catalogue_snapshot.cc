@@ -119,7 +119,7 @@ SnapshotPricing CatalogueSnapshot::ForCart(const std::vector<std::string>& cart,
   }
   for (const Painting* p : found) {
     if (p->state == "sold") return locks::Sold{p->entry.id};
-    if (p->state == "withdrawn") return locks::Sold{p->entry.id, true};
+    if (p->state == "withdrawn") return locks::Withdrawn{p->entry.id};
   }
   for (const Painting* p : found) {
     Clock::time_point free_at = p->state == "reserved" ? p->free_at : Clock::time_point{};

@@ -45,7 +45,7 @@ namespace paintlock::checkout {
 struct SnapshotEmpty {};
 
 using SnapshotPricing = std::variant<std::vector<locks::CatalogueEntry>, locks::Busy, locks::Sold,
-                                     locks::Unknown, SnapshotEmpty>;
+                                     locks::Withdrawn, locks::Unknown, SnapshotEmpty>;
 
 class CatalogueSnapshot {
  public:

@@ -301,7 +301,7 @@ CheckoutOutcome Checkout::WhatIsInTheWay(const std::vector<std::string>& cart) {
     const auto& v = std::get<std::optional<locks::PaintingView>>(view);
     if (!v) return locks::Unknown{id};
     if (v->state == "sold") return locks::Sold{id};
-    if (v->state == "withdrawn") return locks::Sold{id, true};
+    if (v->state == "withdrawn") return locks::Withdrawn{id};
     if (v->state == "reserved") return locks::Busy{id, v->free_at, v->retry_after_seconds};
   }
   // Nothing visible stands in the way any more: ask the buyer to try again.

@@ -61,8 +61,8 @@ struct StripeFailed {
   std::string stripe_message;
 };
 
-using CheckoutOutcome = std::variant<CheckoutStarted, locks::Busy, locks::Sold, locks::Unknown,
-                                     MixedCurrency, StripeFailed, locks::DbFailure>;
+using CheckoutOutcome = std::variant<CheckoutStarted, locks::Busy, locks::Sold, locks::Withdrawn,
+                                     locks::Unknown, MixedCurrency, StripeFailed, locks::DbFailure>;
 
 struct CheckoutSettings {
   std::string success_url;
@@ -95,8 +95,8 @@ class Checkout {
   // painting or none, taking over lapsed holds as above. Never a
   // TakeOverNeeded; Stripe trouble during a take-over comes back as
   // StripeFailed.
-  using ReserveResult = std::variant<locks::Granted, locks::Busy, locks::Sold, locks::Unknown,
-                                     StripeFailed, locks::DbFailure>;
+  using ReserveResult = std::variant<locks::Granted, locks::Busy, locks::Sold, locks::Withdrawn,
+                                     locks::Unknown, StripeFailed, locks::DbFailure>;
   ReserveResult Reserve(const std::vector<std::string>& cart,
                         const std::optional<std::string>& buyer_ref,
                         const std::optional<std::string>& line_token = std::nullopt) {

@@ -31,6 +31,7 @@ const char* RefusalReason(const Checkout::ReserveResult& result) {
   if (std::holds_alternative<locks::Granted>(result)) return "";
   if (std::holds_alternative<locks::Busy>(result)) return "painting_reserved";
   if (std::holds_alternative<locks::Sold>(result)) return "painting_sold";
+  if (std::holds_alternative<locks::Withdrawn>(result)) return "painting_withdrawn";
   if (std::holds_alternative<locks::Unknown>(result)) return "painting_unknown";
   if (const auto* f = std::get_if<StripeFailed>(&result)) {
     return f->unavailable ? "stripe_unavailable" : "stripe_error";

@@ -116,14 +116,15 @@ HttpError ErrorFor(const locks::Busy& busy) {
   return e;
 }
 
+HttpError ErrorFor(const locks::Withdrawn& withdrawn) {
+  return {409,
+          "painting_withdrawn",
+          "Painting \"" + withdrawn.painting + "\" is not for sale at the moment.",
+          {{"painting", withdrawn.painting}},
+          0};
+}
+
 HttpError ErrorFor(const locks::Sold& sold) {
-  if (sold.withdrawn) {
-    return {409,
-            "painting_withdrawn",
-            "Painting \"" + sold.painting + "\" is not for sale at the moment.",
-            {{"painting", sold.painting}},
-            0};
-  }
   return {409,
           "painting_sold",
           "Painting \"" + sold.painting + "\" has been sold.",

@@ -19,6 +19,7 @@
 namespace paintlock::locks {
 struct Busy;
 struct Sold;
+struct Withdrawn;
 struct Unknown;
 struct DbFailure;
 struct RateLimited;
@@ -87,6 +88,7 @@ HttpError OriginNotAllowed(const std::string& origin);
 // --- Paintings, checkout and reservations ------------------------------------
 HttpError ErrorFor(const locks::Busy& busy);
 HttpError ErrorFor(const locks::Sold& sold);
+HttpError ErrorFor(const locks::Withdrawn& withdrawn);
 HttpError ErrorFor(const locks::Unknown& unknown);
 HttpError ErrorFor(const checkout::MixedCurrency& mixed);
 HttpError ErrorFor(const checkout::StripeFailed& failed);

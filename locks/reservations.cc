@@ -76,7 +76,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
   // Precedence when several paintings are in the way: an unknown painting
   // (404) before a sold or withdrawn one, that before a held one, and take-over only
   // when nothing else stands in the way.
-  std::optional<Sold> sold;
+  std::optional<std::variant<Sold, Withdrawn>> sold;
   std::optional<Busy> busy;
   TakeOverNeeded takeover;
   std::map<std::string, std::int64_t> line_positions;
@@ -89,7 +89,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
     const std::string painting = row["painting_id"].as<std::string>();
     if (outcome == "unknown") return Unknown{painting};
     if (outcome == "sold" && !sold) sold = Sold{painting};
-    if (outcome == "withdrawn" && !sold) sold = Sold{painting, true};
+    if (outcome == "withdrawn" && !sold) sold = Withdrawn{painting};
     if (outcome == "busy" && !busy) {
       busy = Busy{painting, row["until"].as<std::string>(), row["seconds_until"].as<int>()};
     }
@@ -101,7 +101,7 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
                                    row["stripe_session_id"].as<std::string>()});
     }
   }
-  if (sold) return *sold;
+  if (sold) return std::visit([](const auto& off) -> ReserveOutcome { return off; }, *sold);
   if (busy) {
     if (auto it = line_positions.find(busy->painting); it != line_positions.end()) {
       busy->line_position = it->second;

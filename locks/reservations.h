@@ -33,12 +33,13 @@ struct Busy {  // held by a live reservation, or its line's claim window runs
   // gave a line token that waits in it (locks/lines.h).
   std::optional<std::int64_t> line_position = std::nullopt;
 };
-// Not on sale: sold, or withdrawn by the seller (paintlockctl catalog
-// withdraw). Both are refused the same way and ranked the same; only the
-// code the buyer sees differs.
 struct Sold {
   std::string painting;
-  bool withdrawn = false;
+};
+// Taken off sale by the seller (paintlockctl catalog withdraw). Refused like a
+// sold painting and ranked with it.
+struct Withdrawn {
+  std::string painting;
 };
 struct Unknown {
   std::string painting;
@@ -54,7 +55,8 @@ struct TakeOverNeeded {
   std::vector<LapsedSession> sessions;
 };
 
-using ReserveOutcome = std::variant<Granted, Busy, Sold, Unknown, TakeOverNeeded, DbFailure>;
+using ReserveOutcome =
+    std::variant<Granted, Busy, Sold, Withdrawn, Unknown, TakeOverNeeded, DbFailure>;
 
 struct ReservationView {
   std::string id;
