@@ -80,13 +80,16 @@ bool ParseCatalogFile(const std::string& path, const std::string& text,
       problems->push_back(path + ": empty file");
       return false;
     }
-    int col_id = -1, col_title = -1, col_price = -1, col_currency = -1;
+    int col_id = -1, col_title = -1, col_price = -1, col_currency = -1, col_image = -1,
+        col_description = -1;
     for (size_t i = 0; i < rows[0].size(); ++i) {
       const std::string& h = rows[0][i];
       if (h == "id") col_id = static_cast<int>(i);
       if (h == "title") col_title = static_cast<int>(i);
       if (h == "price_minor") col_price = static_cast<int>(i);
       if (h == "currency") col_currency = static_cast<int>(i);
+      if (h == "image_url") col_image = static_cast<int>(i);
+      if (h == "description") col_description = static_cast<int>(i);
     }
     if (col_id < 0 || col_title < 0 || col_price < 0 || col_currency < 0) {
       problems->push_back(path + ": the header row must name id,title,price_minor,currency");
@@ -100,6 +103,11 @@ bool ParseCatalogFile(const std::string& path, const std::string& text,
         continue;
       }
       locks::CatalogueEntry e{row[col_id], row[col_title], 0, row[col_currency]};
+      auto optional = [&](int col) {
+        return col >= 0 && col < static_cast<int>(row.size()) ? row[col] : std::string();
+      };
+      e.image_url = optional(col_image);
+      e.description = optional(col_description);
       if (!ParseMinor(row[col_price], &e.price_minor)) {
         problems->push_back(path + ": line " + std::to_string(r + 1) +
                             ": price_minor must be a whole number of minor units");
@@ -120,14 +128,19 @@ bool ParseCatalogFile(const std::string& path, const std::string& text,
       if (!p.is_object() || !p.value("id", nlohmann::json()).is_string() ||
           !p.value("title", nlohmann::json()).is_string() ||
           !p.value("price_minor", nlohmann::json()).is_number_integer() ||
-          !p.value("currency", nlohmann::json()).is_string()) {
+          !p.value("currency", nlohmann::json()).is_string() ||
+          !p.value("image_url", nlohmann::json("")).is_string() ||
+          !p.value("description", nlohmann::json("")).is_string()) {
         problems->push_back(
             where +
-            ": needs id (string), title (string), price_minor (integer), currency (string)");
+            ": needs id (string), title (string), price_minor (integer), "
+            "currency (string), and optionally image_url and description (strings)");
         continue;
       }
       parsed.push_back({p["id"].get<std::string>(), p["title"].get<std::string>(),
-                        p["price_minor"].get<std::int64_t>(), p["currency"].get<std::string>()});
+                        p["price_minor"].get<std::int64_t>(), p["currency"].get<std::string>(),
+                        p.value("image_url", std::string()),
+                        p.value("description", std::string())});
     }
   }
   std::set<std::string> seen;

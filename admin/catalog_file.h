@@ -1,6 +1,7 @@
 // Reading a catalogue file for `paintlockctl catalog import`: JSON (a list of
 // paintings, or {"paintings": [...]}) or CSV with a header row naming
-// id,title,price_minor,currency (any order; quoted fields allowed).
+// id,title,price_minor,currency (any order; quoted fields allowed). Optional
+// in both: image_url (https) and description, which Stripe Checkout shows.
 #pragma once
 
 #include <string>

@@ -33,3 +33,28 @@ TEST_CASE("bad catalogue entries are named, and nothing is returned") {
   CHECK(!ParseCatalogFile("c.csv", "id,title\np1,A\n", &entries, &problems));
   CHECK(problems[0].find("header") != std::string::npos);
 }
+TEST_CASE("catalogue files carry an optional https picture and a bounded description") {
+  std::vector<paintlock::locks::CatalogueEntry> entries;
+  std::vector<std::string> problems;
+  REQUIRE(ParseCatalogFile("c.json",
+                           R"([{"id":"p1","title":"A","price_minor":100,"currency":"eur",
+           "image_url":"https://img.example/a.jpg","description":"Oil"}])",
+                           &entries, &problems));
+  CHECK(entries[0].image_url == "https://img.example/a.jpg");
+  CHECK(entries[0].description == "Oil");
+  REQUIRE(ParseCatalogFile(
+      "c.csv", "id,title,price_minor,currency,description\np1,A,100,eur,\"Ink, paper\"\n", &entries,
+      &problems));
+  CHECK(entries[0].image_url.empty());
+  CHECK(entries[0].description == "Ink, paper");
+  CHECK(!ParseCatalogFile("c.json",
+                          R"([{"id":"p1","title":"A","price_minor":1,"currency":"eur",
+                               "image_url":"http://img.example/a.jpg"},
+                              {"id":"p2","title":"B","price_minor":1,"currency":"eur",
+                               "description":")" +
+                              std::string(1001, 'x') + R"("},
+                              {"id":"p3","title":"C","price_minor":1,"currency":"eur",
+                               "image_url":7}])",
+                          &entries, &problems));
+  CHECK(problems.size() == 3);
+}

@@ -18,7 +18,8 @@ constexpr const char* kUsage = R"(Usage: paintlockctl show PAINTING|RESERVATION|
 Tells the whole story of one painting (by id), one reservation (by its UUID)
 or one Stripe Checkout Session (cs_…): the catalogue entry and lock row, every
 reservation involved with its items and whether it still holds them (and, for
-a sale, what was refunded at Stripe and any dispute of its payment), the
+a sale, what was refunded at Stripe, any dispute of its payment, and the
+buyer's name, email, phone and shipping address from the completed session), the
 Stripe events received (stripe_events) and the audit entries, merged in time
 order. Times are UTC.
 
@@ -116,6 +117,22 @@ std::string DisputesOf(const nlohmann::json& r) {
   return Join(out, "; ");
 }
 
+// The buyer's details a completed session gave (sale_contacts): "name
+// <email>, phone" and the shipping address on one line; empty when none.
+std::pair<std::string, std::string> BuyerLines(const nlohmann::json& r) {
+  const nlohmann::json& c = r["buyer_contact"];
+  if (!c.is_object()) return {};
+  std::string buyer = Cell(c["name"]);
+  if (!c["email"].is_null()) buyer += (buyer.empty() ? "" : " ") + ("<" + Cell(c["email"]) + ">");
+  if (!c["phone"].is_null()) buyer += (buyer.empty() ? "" : ", ") + Cell(c["phone"]);
+  std::vector<std::string> parts;
+  for (const char* key :
+       {"shipping_name", "line1", "line2", "postal_code", "city", "state", "country"}) {
+    if (!c[key].is_null()) parts.push_back(Cell(c[key]));
+  }
+  return {buyer, Join(parts, ", ")};
+}
+
 void PrintReservation(std::ostream& out, const nlohmann::json& r) {
   std::string state = r["state"].get<std::string>();
   if (!r["released_reason"].is_null()) state += " (" + Cell(r["released_reason"]) + ")";
@@ -148,7 +165,9 @@ void PrintReservation(std::ostream& out, const nlohmann::json& r) {
         r["refunded_minor"].is_null()
             ? ""
             : std::to_string(r["refunded_minor"].get<long long>()) + " " + Cell(r["currency"])},
-       {"disputes", DisputesOf(r)}});
+       {"disputes", DisputesOf(r)},
+       {"customer", BuyerLines(r).first},
+       {"ship to", BuyerLines(r).second}});
 }
 
 int Show(CommandContext& ctx) {
@@ -215,6 +234,9 @@ int Show(CommandContext& ctx) {
       for (const auto& r : s.reservations) {
         const std::string disputes = DisputesOf(r);
         if (!disputes.empty()) out << "  disputed: " << Cell(r["id"]) << ": " << disputes << "\n";
+        const auto [buyer, ship_to] = BuyerLines(r);
+        if (!buyer.empty()) out << "  customer: " << Cell(r["id"]) << ": " << buyer << "\n";
+        if (!ship_to.empty()) out << "  ship to: " << Cell(r["id"]) << ": " << ship_to << "\n";
       }
     }
   } else {

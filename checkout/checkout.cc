@@ -115,13 +115,16 @@ stripe::CreateSessionParams Checkout::SessionParams(
     const std::string& reservation_id, const std::vector<locks::CatalogueEntry>& entries) const {
   stripe::CreateSessionParams params;
   params.idempotency_key = reservation_id;
-  for (const auto& e : entries) params.line_items.push_back({e.title, e.price_minor, e.currency});
+  for (const auto& e : entries) {
+    params.line_items.push_back({e.title, e.price_minor, e.currency, e.image_url, e.description});
+  }
   params.success_url = settings_.success_url;
   params.cancel_url = settings_.cancel_url;
   params.expires_at_unix =
       static_cast<std::int64_t>(std::time(nullptr)) + settings_.session_ttl.count();
   params.client_reference_id = reservation_id;
   params.metadata["reservation_id"] = reservation_id;
+  params.collection = settings_.collection;
   return params;
 }
 

@@ -68,6 +68,7 @@ struct CheckoutSettings {
   std::string success_url;
   std::string cancel_url;
   std::chrono::seconds session_ttl{35 * 60};
+  stripe::CheckoutCollection collection;  // what every session asks the buyer for
   // Non-null: sell from this snapshot when the database is down (see above).
   CatalogueSnapshot* snapshot = nullptr;
 };

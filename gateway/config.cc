@@ -1,5 +1,7 @@
 #include "gateway/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -73,6 +75,51 @@ void ParseMetrics(Reader& r, Config& c) {
       r.Problem("PAINTLOCK_METRICS_LISTEN",
                 "must be another port than PAINTLOCK_LISTEN's (" + std::to_string(c.listen_port) +
                     "): metrics are served there only with PAINTLOCK_METRICS=api-key");
+    }
+  }
+}
+
+// What a Checkout Session asks the buyer for, checked by Stripe's own rules
+// (stripe/checkout_collection.h) so a bad value stops the start, not every checkout.
+void ParseCheckoutCollection(Reader& r, stripe::CheckoutCollection* out) {
+  if (auto v = r.Get("PAINTLOCK_SHIPPING_COUNTRIES")) {
+    for (std::string code : SplitCommas(*v)) {
+      std::transform(code.begin(), code.end(), code.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+      if (!stripe::IsShippingCountry(code)) {
+        r.Problem("PAINTLOCK_SHIPPING_COUNTRIES",
+                  "\"" + code.substr(0, 16) +
+                      "\" is not a two-letter ISO 3166-1 country code Stripe ships to");
+        out->shipping_countries.clear();
+        break;
+      }
+      if (std::find(out->shipping_countries.begin(), out->shipping_countries.end(), code) ==
+          out->shipping_countries.end()) {
+        out->shipping_countries.push_back(code);
+      }
+    }
+  }
+  if (auto v = r.Get("PAINTLOCK_COLLECT_PHONE")) {
+    if (*v == "on" || *v == "off") {
+      out->collect_phone = *v == "on";
+    } else {
+      r.Problem("PAINTLOCK_COLLECT_PHONE", "must be on or off, got \"" + v->substr(0, 16) + "\"");
+    }
+  }
+  if (auto v = r.Get("PAINTLOCK_CHECKOUT_LOCALE")) {
+    if (stripe::IsCheckoutLocale(*v)) {
+      out->locale = *v;
+    } else {
+      r.Problem("PAINTLOCK_CHECKOUT_LOCALE",
+                "\"" + v->substr(0, 16) +
+                    "\" is not a Stripe Checkout locale (auto, en, de, fr, pt-BR, …)");
+    }
+  }
+  if (auto v = r.Get("PAINTLOCK_SHIPPING_RATE")) {
+    if (stripe::IsShippingRateId(*v)) {
+      out->shipping_rate = *v;
+    } else {
+      r.Problem("PAINTLOCK_SHIPPING_RATE", "must be a Stripe shipping rate id (shr_…)");
     }
   }
 }
@@ -243,6 +290,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
     }
   }
   ParseMetrics(r, c);
+  ParseCheckoutCollection(r, &c.checkout_collection);
   return c;
 }
 
@@ -311,6 +359,13 @@ std::string ConfigHelp() {
                                     (api-key), or open on PAINTLOCK_METRICS_LISTEN only (listen)
   PAINTLOCK_METRICS_LISTEN          HOST:PORT of the metrics listener with PAINTLOCK_METRICS=listen
                                     (default 127.0.0.1:9464; port 0 = any, logged)
+  PAINTLOCK_SHIPPING_COUNTRIES      ISO 3166-1 alpha-2 codes (DE,FR,…): Stripe Checkout asks for a
+                                    shipping address in one of them (default none: no address)
+  PAINTLOCK_COLLECT_PHONE           on | off: Stripe Checkout asks for a phone number (default off)
+  PAINTLOCK_CHECKOUT_LOCALE         the Checkout page's language: auto, en, de, fr, … (default
+                                    Stripe's: auto)
+  PAINTLOCK_SHIPPING_RATE           a shipping rate (shr_…) created in Stripe, offered on every
+                                    session (default none)
   STRIPE_SECRET_KEY                 sk_… (required)
   STRIPE_API_BASE                   default https://api.stripe.com (http only for loopback)
   STRIPE_CA_FILE                    extra CA bundle to trust (optional)

@@ -17,6 +17,7 @@
 #include "locks/database.h"
 #include "locks/quotas_config.h"
 #include "locks/rate_limits_config.h"
+#include "stripe/checkout_collection.h"
 #include "stripe/https_client.h"
 
 namespace paintlock::gateway {
@@ -115,6 +116,10 @@ struct Config {
   MetricsExposure metrics = MetricsExposure::kOff;
   std::string metrics_listen_host = "127.0.0.1";
   int metrics_listen_port = 9464;  // 0: any free port (logged at start)
+
+  // What every Checkout Session asks the buyer for: PAINTLOCK_SHIPPING_COUNTRIES,
+  // PAINTLOCK_COLLECT_PHONE, PAINTLOCK_CHECKOUT_LOCALE, PAINTLOCK_SHIPPING_RATE.
+  stripe::CheckoutCollection checkout_collection;
 };
 
 // Reads every setting; each problem found is appended to *problems as one

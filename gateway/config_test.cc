@@ -104,3 +104,42 @@ TEST_CASE("PAINTLOCK_ON_DATABASE_DOWN is refuse by default, sell on request, els
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].rfind("PAINTLOCK_ON_DATABASE_DOWN: must be refuse or sell", 0) == 0);
 }
+
+TEST_CASE("checkout settings: shipping countries, phone, locale and rate, each checked") {
+  std::vector<std::string> problems;
+  Config none = ParseConfig(MapEnv(kMinimal), &problems);
+  CHECK(problems.empty());
+  CHECK(none.checkout_collection.shipping_countries.empty());
+  CHECK_FALSE(none.checkout_collection.collect_phone);
+  CHECK(none.checkout_collection.locale.empty());
+  CHECK(none.checkout_collection.shipping_rate.empty());
+
+  auto vars = kMinimal;
+  vars["PAINTLOCK_SHIPPING_COUNTRIES"] = " de,FR , at,DE";
+  vars["PAINTLOCK_COLLECT_PHONE"] = "on";
+  vars["PAINTLOCK_CHECKOUT_LOCALE"] = "pt-BR";
+  vars["PAINTLOCK_SHIPPING_RATE"] = "shr_1NxYz";
+  Config set = ParseConfig(MapEnv(vars), &problems);
+  CHECK(problems.empty());
+  CHECK(set.checkout_collection.shipping_countries == std::vector<std::string>{"DE", "FR", "AT"});
+  CHECK(set.checkout_collection.collect_phone);
+  CHECK(set.checkout_collection.locale == "pt-BR");
+  CHECK(set.checkout_collection.shipping_rate == "shr_1NxYz");
+
+  vars["PAINTLOCK_SHIPPING_COUNTRIES"] = "DE,GER";
+  vars["PAINTLOCK_COLLECT_PHONE"] = "yes";
+  vars["PAINTLOCK_CHECKOUT_LOCALE"] = "klingon";
+  vars["PAINTLOCK_SHIPPING_RATE"] = "rate_1";
+  ParseConfig(MapEnv(vars), &problems);
+  REQUIRE(problems.size() == 4);
+  CHECK(problems[0].rfind("PAINTLOCK_SHIPPING_COUNTRIES: \"GER\"", 0) == 0);
+  CHECK(problems[1].rfind("PAINTLOCK_COLLECT_PHONE:", 0) == 0);
+  CHECK(problems[2].rfind("PAINTLOCK_CHECKOUT_LOCALE:", 0) == 0);
+  CHECK(problems[3].rfind("PAINTLOCK_SHIPPING_RATE:", 0) == 0);
+
+  problems.clear();
+  vars = kMinimal;
+  vars["PAINTLOCK_SHIPPING_COUNTRIES"] = "DE,KP";  // Stripe does not ship there
+  ParseConfig(MapEnv(vars), &problems);
+  CHECK(problems.size() == 1);
+}

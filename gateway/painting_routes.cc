@@ -22,6 +22,8 @@ nlohmann::json PaintingJson(const locks::PaintingView& v) {
                       {"currency", v.entry.currency},
                       {"state", v.state}};
   if (!v.free_at.empty()) j["free_at"] = v.free_at;
+  if (!v.entry.image_url.empty()) j["image_url"] = v.entry.image_url;
+  if (!v.entry.description.empty()) j["description"] = v.entry.description;
   return j;
 }
 

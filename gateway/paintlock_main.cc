@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
       config.public_url + "/v1/checkout/success?session_id={CHECKOUT_SESSION_ID}";
   settings.cancel_url = config.cancel_url;
   settings.session_ttl = config.session_ttl;
+  settings.collection = config.checkout_collection;
   // PAINTLOCK_ON_DATABASE_DOWN=sell: the catalogue as last read, for
   // checkouts while the database is down (checkout/catalogue_snapshot.h).
   checkout::CatalogueSnapshot offline_snapshot;

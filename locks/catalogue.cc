@@ -21,6 +21,14 @@ std::string ValidateEntry(const CatalogueEntry& e) {
   if (!std::regex_match(e.currency, currency_re)) {
     return e.id + ": currency must be a three-letter lowercase ISO code such as \"eur\"";
   }
+  static const std::regex image_re(R"(^https://[^\s]+$)");
+  if (!e.image_url.empty() &&
+      (e.image_url.size() > 2048 || !std::regex_match(e.image_url, image_re))) {
+    return e.id + ": image_url must be an https:// URL of at most 2048 characters";
+  }
+  if (e.description.size() > 1000) {
+    return e.id + ": description must be at most 1000 bytes of UTF-8";
+  }
   return "";
 }
 
@@ -32,6 +40,8 @@ PaintingView ViewOf(const pqxx::row& row) {
   v.entry.title = row["title"].as<std::string>();
   v.entry.price_minor = row["price_minor"].as<std::int64_t>();
   v.entry.currency = row["currency"].as<std::string>();
+  v.entry.image_url = row["image_url"].as<std::string>("");
+  v.entry.description = row["description"].as<std::string>("");
   v.state = row["state"].as<std::string>();
   v.free_at = row["free_at"].as<std::string>("");
   v.retry_after_seconds = row["retry_after"].as<int>(0);
@@ -83,7 +93,8 @@ DbResult<std::vector<CatalogueEntry>> Catalogue::ForCart(const std::vector<std::
     std::vector<CatalogueEntry> out;
     for (const auto& row : Exec(n, "catalog_for_cart", cart)) {
       out.push_back({row["id"].as<std::string>(), row["title"].as<std::string>(),
-                     row["price_minor"].as<std::int64_t>(), row["currency"].as<std::string>()});
+                     row["price_minor"].as<std::int64_t>(), row["currency"].as<std::string>(),
+                     row["image_url"].as<std::string>(""), row["description"].as<std::string>("")});
     }
     return out;
   });
@@ -98,7 +109,8 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
     for (const CatalogueEntry& e : entries) {
       pqxx::result have = Exec(w, "catalog_import_current", e.id);
       if (have.empty()) {
-        Exec(w, "catalog_import_add", e.id, e.title, e.price_minor, e.currency);
+        Exec(w, "catalog_import_add", e.id, e.title, e.price_minor, e.currency,
+             NullIfEmpty(e.image_url), NullIfEmpty(e.description));
         changed.push_back(e.id);
         ++report.added;
         continue;
@@ -106,8 +118,10 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
       const auto& row = have[0];
       const bool price_changed = row["price_minor"].as<std::int64_t>() != e.price_minor ||
                                  row["currency"].as<std::string>() != e.currency;
-      const bool title_changed = row["title"].as<std::string>() != e.title;
-      if (!price_changed && !title_changed) {
+      const bool shown_changed = row["title"].as<std::string>() != e.title ||
+                                 row["image_url"].as<std::string>("") != e.image_url ||
+                                 row["description"].as<std::string>("") != e.description;
+      if (!price_changed && !shown_changed) {
         ++report.unchanged;
         continue;
       }
@@ -117,7 +131,8 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
         report.refused.push_back(e.id + " is " + state);
         continue;
       }
-      Exec(w, "catalog_import_update", e.id, e.title, e.price_minor, e.currency);
+      Exec(w, "catalog_import_update", e.id, e.title, e.price_minor, e.currency,
+           NullIfEmpty(e.image_url), NullIfEmpty(e.description));
       changed.push_back(e.id);
       ++report.updated;
     }

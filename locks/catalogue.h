@@ -19,6 +19,10 @@ struct CatalogueEntry {
   std::string title;
   std::int64_t price_minor = 0;
   std::string currency;  // lowercase ISO 4217
+  // Shown by Stripe Checkout; empty: none. An https URL of at most 2048
+  // characters, and at most 1000 characters of text.
+  std::string image_url = {};
+  std::string description = {};
 };
 
 struct PaintingView {

@@ -87,7 +87,7 @@ DbResult<StoryRows> OperatorQueries::Story(const std::optional<std::string>& pai
       s.painting = RowJson(p[0]);
     }
     s.reservations = RowsJson(Exec(n, "admin_reservations", painting, reservation, session),
-                              {"items", "disputes"});
+                              {"items", "disputes", "buyer_contact"});
     std::vector<std::string> ids, sessions;
     if (session) sessions.push_back(*session);
     for (const auto& r : s.reservations) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "locks/database.h"
+#include "locks/sale_contacts.h"
 
 namespace paintlock::locks {
 
@@ -32,6 +33,7 @@ struct SessionFacts {
   std::string payment_intent;          // may be empty
   std::string reservation_id;          // from metadata / client_reference_id; ignored unless a UUID
   std::optional<OfflineCart> offline;  // set for a checkout made while the database was down
+  SaleContact contact;                 // the buyer's details, once the session is complete
 };
 
 struct SessionApplied {

@@ -14,12 +14,16 @@
 #include <variant>
 #include <vector>
 
+#include "stripe/checkout_collection.h"
+
 namespace paintlock::stripe {
 
 struct LineItem {
   std::string name;
   std::int64_t unit_amount_minor = 0;
-  std::string currency;  // ISO 4217, lowercase
+  std::string currency;          // ISO 4217, lowercase
+  std::string image_url = {};    // sent as product_data[images][0]; empty: none
+  std::string description = {};  // sent as product_data[description]; empty: none
 };
 
 struct CreateSessionParams {
@@ -32,6 +36,28 @@ struct CreateSessionParams {
   std::int64_t expires_at_unix = 0;  // 30 min .. 24 h after creation
   std::string client_reference_id;
   std::map<std::string, std::string> metadata;
+  // What the buyer is asked for besides paying (stripe/checkout_collection.h).
+  CheckoutCollection collection;
+};
+
+// A postal address as Stripe gives it; empty fields: not given.
+struct PostalAddress {
+  std::string line1, line2, city, postal_code, state;
+  std::string country;  // ISO 3166-1 alpha-2
+};
+
+// Who paid and where the painting goes, as a completed session says
+// (customer_details, and shipping_details or, in API versions from
+// 2025-03-31, collected_information.shipping_details). Personal data:
+// never logged. Empty until the buyer completes the session.
+struct BuyerDetails {
+  std::string name, email, phone;  // customer_details
+  std::string shipping_name;       // the addressee; empty: no shipping address collected
+  PostalAddress shipping_address;
+  bool empty() const {
+    return name.empty() && email.empty() && phone.empty() && shipping_name.empty() &&
+           shipping_address.line1.empty() && shipping_address.country.empty();
+  }
 };
 
 struct CheckoutSession {
@@ -46,6 +72,7 @@ struct CheckoutSession {
   std::int64_t expires_at_unix = 0;
   std::int64_t created_unix = 0;
   std::map<std::string, std::string> metadata;
+  BuyerDetails buyer;
 };
 
 // GET /v1/checkout/sessions: sessions created at or after created_gte,

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stripe/buyer_details.h"
+
 namespace paintlock::stripe {
 
 namespace {
@@ -72,6 +74,7 @@ bool DecodeSession(const json& object, CheckoutSession* s) {
       }
     }
   }
+  s->buyer = BuyerDetailsOf(*j);
   return true;
 }
 

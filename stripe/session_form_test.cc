@@ -59,5 +59,42 @@ TEST_CASE("CheckoutSessionForm omits empty optional fields") {
   CHECK(f.size() == 5);
 }
 
+TEST_CASE("CheckoutSessionForm: what the buyer is asked for besides paying") {
+  CreateSessionParams p;
+  p.line_items = {{"One", 100, "eur"}};
+  p.collection.shipping_countries = {"DE", "FR"};
+  p.collection.collect_phone = true;
+  p.collection.locale = "fr";
+  p.collection.shipping_rate = "shr_123";
+  FormFields f = CheckoutSessionForm(p);
+  CHECK(Find(f, "shipping_address_collection[allowed_countries][0]") == "DE");
+  CHECK(Find(f, "shipping_address_collection[allowed_countries][1]") == "FR");
+  CHECK(Find(f, "phone_number_collection[enabled]") == "true");
+  CHECK(Find(f, "locale") == "fr");
+  CHECK(Find(f, "shipping_options[0][shipping_rate]") == "shr_123");
+  CHECK(f.size() == 5 + 5);
+
+  p.collection = {};
+  for (const auto& kv : CheckoutSessionForm(p)) {
+    CHECK(kv.first.rfind("shipping", 0) != 0);
+    CHECK(kv.first.rfind("phone", 0) != 0);
+    CHECK(kv.first != "locale");
+  }
+}
+TEST_CASE("CheckoutSessionForm: a painting's picture and description as product_data") {
+  CreateSessionParams p;
+  p.line_items = {{"One", 100, "eur", "https://img.example/1.jpg", "Oil on linen"},
+                  {"Two", 200, "eur"}};
+  FormFields f = CheckoutSessionForm(p);
+  CHECK(Find(f, "line_items[0][price_data][product_data][images][0]") ==
+        "https://img.example/1.jpg");
+  CHECK(Find(f, "line_items[0][price_data][product_data][description]") == "Oil on linen");
+  for (const auto& kv : f) {
+    CHECK(kv.first.rfind("line_items[1][price_data][product_data][images]", 0) != 0);
+    CHECK(kv.first != "line_items[1][price_data][product_data][description]");
+  }
+  CHECK(f.size() == 1 + 2 * 4 + 2);
+}
+
 }  // namespace
 }  // namespace paintlock::stripe

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stripe/buyer_details.h"
 #include "webhooks/charges.h"
 #include "webhooks/json_fields.h"
 
@@ -66,6 +67,10 @@ std::optional<WebhookEvent> DecodeEvent(const std::string& body, std::string* er
     }
     if (e.session.reservation_id.empty())
       e.session.reservation_id = StringOr(*object, "client_reference_id");
+    // The event's object is the whole session, buyer details included, so no
+    // second call to Stripe is needed to keep them.
+    if (e.session.status == "complete")
+      e.session.contact = ContactOf(stripe::BuyerDetailsOf(*object));
   }
   if (IsChargeEventType(e.type)) {
     if (object == nullptr) {

@@ -9,6 +9,16 @@ namespace paintlock::webhooks {
 using base::LogInfo;
 using base::LogWarn;
 
+namespace {
+
+// What a failed statement means for the caller: retry later, or a bug.
+FulfilmentFailure FailureOf(const locks::DbFailure& f) {
+  return f.kind == locks::DbFailureKind::kInternal ? FulfilmentFailure::kInternal
+                                                   : FulfilmentFailure::kDatabaseUnavailable;
+}
+
+}  // namespace
+
 SessionFacts FactsOf(const stripe::CheckoutSession& s) {
   SessionFacts f;
   f.session_id = s.id;
@@ -18,7 +28,14 @@ SessionFacts FactsOf(const stripe::CheckoutSession& s) {
   auto it = s.metadata.find("reservation_id");
   f.reservation_id = it != s.metadata.end() ? it->second : s.client_reference_id;
   f.offline = OfflineCartFrom(s.id, s.metadata);
+  if (s.status == "complete") f.contact = ContactOf(s.buyer);
   return f;
+}
+
+locks::SaleContact ContactOf(const stripe::BuyerDetails& b) {
+  const stripe::PostalAddress& a = b.shipping_address;
+  return {b.name,  b.email, b.phone,       b.shipping_name, a.line1,
+          a.line2, a.city,  a.postal_code, a.state,         a.country};
 }
 
 std::optional<locks::OfflineCart> OfflineCartFrom(
@@ -35,12 +52,20 @@ std::optional<locks::OfflineCart> OfflineCartFrom(
 
 FulfilmentOutcome Fulfilment::Apply(const SessionFacts& facts, const std::string& event_id,
                                     const std::string& event_type, const std::string& actor) {
+  if (!facts.contact.empty()) {
+    auto kept = contacts_.Keep(facts.session_id, facts.contact);
+    if (auto* f = std::get_if<locks::DbFailure>(&kept)) {
+      return FailureOf(*f);
+    }
+    // Only that it was kept: the details themselves are personal data.
+    LogInfo("sale_contact_kept",
+            {{"session_id", facts.session_id},
+             {"shipping_address", !facts.contact.line1.empty() || !facts.contact.country.empty()},
+             {"phone", !facts.contact.phone.empty()}});
+  }
   auto applied = facts.offline ? sessions_.ApplyOffline(facts, event_id, event_type, actor)
                                : sessions_.Apply(facts, event_id, event_type, actor);
-  if (auto* f = std::get_if<locks::DbFailure>(&applied)) {
-    return f->kind == locks::DbFailureKind::kInternal ? FulfilmentFailure::kInternal
-                                                      : FulfilmentFailure::kDatabaseUnavailable;
-  }
+  if (auto* f = std::get_if<locks::DbFailure>(&applied)) return FailureOf(*f);
   const locks::SessionApplied& a = std::get<locks::SessionApplied>(applied);
   LogInfo("session_applied", {{"session_id", facts.session_id},
                               {"event_id", event_id},
@@ -84,10 +109,7 @@ namespace {
 FulfilmentOutcome ChargeOutcome(const locks::DbResult<locks::ChargeApplied>& applied,
                                 const std::string& event_id, const std::string& event_type,
                                 const std::string& payment_intent) {
-  if (const auto* f = std::get_if<locks::DbFailure>(&applied)) {
-    return f->kind == locks::DbFailureKind::kInternal ? FulfilmentFailure::kInternal
-                                                      : FulfilmentFailure::kDatabaseUnavailable;
-  }
+  if (const auto* f = std::get_if<locks::DbFailure>(&applied)) return FailureOf(*f);
   const auto& a = std::get<locks::ChargeApplied>(applied);
   const nlohmann::json fields = {{"event_id", event_id},
                                  {"event_type", event_type},

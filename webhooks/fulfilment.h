@@ -32,6 +32,9 @@ using SessionFacts = locks::SessionFacts;
 
 SessionFacts FactsOf(const stripe::CheckoutSession& s);
 
+// The buyer details of a session as the sale keeps them.
+locks::SaleContact ContactOf(const stripe::BuyerDetails& b);
+
 // The offline cart in a session's metadata (webhooks/offline_sale.h), if
 // any; metadata that claims one but cannot be read is logged as an error and
 // the session is treated as an ordinary one.
@@ -58,11 +61,14 @@ class Fulfilment {
  public:
   Fulfilment(locks::Database& db, stripe::StripeClient& stripe,
              std::chrono::seconds delayed_payment_hold)
-      : sessions_(db, delayed_payment_hold), charges_(db), stripe_(stripe) {}
+      : sessions_(db, delayed_payment_hold), charges_(db), contacts_(db), stripe_(stripe) {}
 
   // `event_id` empty when the facts come from retrieving the session (the
   // event type is then "session.retrieved"). `actor` names the caller in the
-  // audit log: webhook, success_page, take_over, paintlockctl.
+  // audit log: webhook, success_page, take_over, paintlockctl. The buyer
+  // details of a complete session are kept first (locks::SaleContactStore),
+  // so a failure to keep them is kDatabaseUnavailable and the redelivery
+  // keeps them: a sale is never applied without its shipping address.
   FulfilmentOutcome Apply(const SessionFacts& facts, const std::string& event_id,
                           const std::string& event_type, const std::string& actor);
 
@@ -83,6 +89,7 @@ class Fulfilment {
  private:
   locks::SessionStore sessions_;
   locks::ChargeStore charges_;
+  locks::SaleContactStore contacts_;
   stripe::StripeClient& stripe_;
 };
 

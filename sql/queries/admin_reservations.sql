@@ -3,7 +3,8 @@
 -- while the lock names it with the item's fence).
 -- $1 painting id or NULL (every reservation that ever had it); $2 reservation
 -- id or NULL; $3 Stripe session id or NULL. Disputes and refunds at Stripe
--- join by the payment intent (sql/migrations/0013).
+-- join by the payment intent (sql/migrations/0013); the buyer's details by
+-- the session (sql/migrations/0016: sale_contacts).
 SELECT r.id, r.state, r.released_reason, paintlock_hold_condition(r.id) AS condition,
        r.buyer_ref, r.amount_minor, r.currency, r.stripe_session_id, r.stripe_status,
        r.payment_intent,
@@ -27,7 +28,13 @@ SELECT r.id, r.state, r.released_reason, paintlock_hold_condition(r.id) AS condi
                         ORDER BY d.opened_at, d.id)
           FROM disputes d WHERE d.payment_intent = r.payment_intent)::text AS disputes,
        (SELECT max(c.refunded_minor) FROM charge_refunds c
-         WHERE c.payment_intent = r.payment_intent) AS refunded_minor
+         WHERE c.payment_intent = r.payment_intent) AS refunded_minor,
+       (SELECT json_build_object('name', k.name, 'email', k.email, 'phone', k.phone,
+                                 'shipping_name', k.shipping_name, 'line1', k.line1,
+                                 'line2', k.line2, 'city', k.city, 'postal_code', k.postal_code,
+                                 'state', k.state, 'country', k.country,
+                                 'recorded_at', paintlock_admin_time(k.recorded_at))
+          FROM sale_contacts k WHERE k.session_id = r.stripe_session_id)::text AS buyer_contact
   FROM reservations r
  WHERE r.id = $2::uuid
     OR r.stripe_session_id = $3::text

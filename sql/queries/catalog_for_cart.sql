@@ -1,2 +1,3 @@
 -- $1 painting ids (text[]). What the checkout needs to build Stripe line items.
-SELECT id, title, price_minor, currency FROM paintings WHERE id = ANY ($1::text[]) ORDER BY id
+SELECT id, title, price_minor, currency, image_url, description
+  FROM paintings WHERE id = ANY ($1::text[]) ORDER BY id

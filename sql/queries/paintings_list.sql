@@ -1,3 +1,3 @@
-SELECT id, title, price_minor, currency, state, paintlock_rfc3339(free_at) AS free_at,
-       paintlock_seconds_until(free_at) AS retry_after
-  FROM painting_states ORDER BY id
+SELECT s.id, s.title, s.price_minor, s.currency, s.state, paintlock_rfc3339(s.free_at) AS free_at,
+       paintlock_seconds_until(s.free_at) AS retry_after, p.image_url, p.description
+  FROM painting_states s JOIN paintings p ON p.id = s.id ORDER BY s.id

@@ -451,6 +451,60 @@ test('refunds and disputes fire charge.refunded and charge.dispute.* that constr
     assert.equal(closed.data.object.status, 'lost');
   });
 
+test('a session asking for an address, a phone, a locale and a rate comes back with them, '
+  + 'and its completion carries the buyer', async (t) => {
+  const receiver = await withReceiver(t);
+  const fake = await withFake(t, { webhookUrl: receiver.url, webhookSecret: WEBHOOK_SECRET });
+  const stripe = clientFor(fake);
+  const params = sessionParams({
+    shipping_address_collection: { allowed_countries: ['DE', 'FR'] },
+    phone_number_collection: { enabled: true },
+    locale: 'de',
+    shipping_options: [{ shipping_rate: 'shr_1PaintlockJs' }],
+  });
+  params.line_items[0].price_data.product_data.description = 'Oil on linen';
+  params.line_items[0].price_data.product_data.images = ['https://images.test/sunflowers.jpg'];
+  const created = await stripe.checkout.sessions.create(params);
+  assert.deepEqual(created.shipping_address_collection, { allowed_countries: ['DE', 'FR'] });
+  assert.deepEqual(created.phone_number_collection, { enabled: true });
+  assert.equal(created.locale, 'de');
+  assert.equal(created.shipping_options[0].shipping_rate, 'shr_1PaintlockJs');
+  assert.equal(created.customer_details, null);
+
+  const expanded = await stripe.checkout.sessions.retrieve(
+    created.id, { expand: ['line_items.data.price.product'] });
+  const product = expanded.line_items.data[0].price.product;
+  assert.equal(product.object, 'product');
+  assert.equal(product.description, 'Oil on linen');
+  assert.deepEqual(product.images, ['https://images.test/sunflowers.jpg']);
+
+  const refused = await rejectionOf(stripe.checkout.sessions.create(sessionParams({
+    shipping_address_collection: { allowed_countries: ['de'] },
+  })));
+  assert.ok(refused instanceof Stripe.errors.StripeInvalidRequestError);
+  assert.equal(refused.param, 'shipping_address_collection[allowed_countries][0]');
+  const badLocale = await rejectionOf(stripe.checkout.sessions.create(sessionParams({
+    locale: 'xx',
+  })));
+  assert.equal(badLocale.param, 'locale');
+
+  await fake.control.pay(created.id, 'paid', {
+    customer_details: { name: 'Ada', email: 'ada@example.com', phone: '+49301' },
+    shipping_details: { name: 'Ada L.', address: { line1: 'Hauptstr. 1', city: 'Berlin',
+                                                   postal_code: '10115', country: 'DE' } },
+  });
+  const paid = await stripe.checkout.sessions.retrieve(created.id);
+  assert.equal(paid.customer_details.email, 'ada@example.com');
+  assert.equal(paid.customer_details.phone, '+49301');
+  assert.equal(paid.collected_information.shipping_details.address.country, 'DE');
+  const [delivery] = await receiver.waitFor(
+    (r) => eventOf(r).type === 'checkout.session.completed');
+  const event = stripe.webhooks.constructEvent(
+    delivery.rawBody, delivery.headers['stripe-signature'], WEBHOOK_SECRET);
+  assert.equal(event.data.object.collected_information.shipping_details.name, 'Ada L.');
+  assert.equal(event.data.object.customer_details.name, 'Ada');
+});
+
 test('signatures agree with stripe.webhooks.generateTestHeaderString', async (t) => {
   const receiver = await withReceiver(t);
   const fake = await withFake(t, { webhookUrl: receiver.url, webhookSecret: WEBHOOK_SECRET });
