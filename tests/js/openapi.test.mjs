@@ -228,6 +228,7 @@ before(async () => {
       PAINTLOCK_LICENSE_CACHE_SECONDS: '0',
       PAINTLOCK_RATE_LIMITS: 'api:3:0.001,checkout:3:0.001',
       PAINTLOCK_TRUSTED_PROXIES: '127.0.0.1',
+      PAINTLOCK_MAX_STREAMS: '1',
       STRIPE_MAX_RETRIES: '0',
     },
   });
@@ -324,8 +325,10 @@ test('the availability stream: its events as documented, and a bad line token', 
       seen.add(data.id);
     }
   }
-  controller.abort();
+  // This gateway allows one stream (PAINTLOCK_MAX_STREAMS=1), and it is open.
+  await expectError(503, 'too_many_streams', 'GET', '/v1/paintings/stream');
   await expectError(400, 'invalid_request', 'GET', '/v1/paintings/stream?line_token=nope');
+  controller.abort();
 });
 
 test('checkout: JSON and form, every refusal, Stripe failures, the success page', async () => {
