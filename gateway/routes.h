@@ -1,6 +1,7 @@
 // The gateway's HTTP API, one file per resource (README.md, "API"):
 //
 //   health_routes.cc       GET /healthz, /readyz
+//   openapi_routes.cc      GET /v1/openapi.json (docs/openapi.json, compiled in)
 //   painting_routes.cc     GET /v1/paintings, /v1/paintings/{id}
 //   storefront_routes.cc   GET /paintlock.js, /v1/paintings/stream (live availability)
 //   checkout_routes.cc     POST /v1/checkout, GET /v1/checkout/success

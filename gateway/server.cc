@@ -4,6 +4,7 @@
 #include "gateway/edge/static_files.h"
 #include "gateway/limit_routes.h"
 #include "gateway/middleware.h"
+#include "gateway/openapi_routes.h"
 #include "gateway/quota_routes.h"
 #include "gateway/storefront_routes.h"
 
@@ -24,6 +25,7 @@ void HttpApi::Install(httplib::Server& server) {
 
   InstallMiddleware(server, config);
   InstallHealthRoutes(server, api_);
+  InstallOpenApiRoutes(server);
   // /paintlock.js and /v1/paintings/stream, before /v1/paintings/{id}.
   InstallStorefrontRoutes(server, config, s.availability);
   InstallLineRoutes(server, api_);  // /v1/paintings/{id}/line, before /v1/paintings/{id}
