@@ -4,6 +4,7 @@
 #include "admin/commands.h"
 #include "admin/duration.h"
 #include "admin/table.h"
+#include "locks/idempotency.h"
 #include "locks/operator_queries.h"
 
 namespace paintlock::admin {
@@ -15,6 +16,7 @@ constexpr std::chrono::hours kDefaultAge{7 * 24};
 // still hear from Stripe.
 constexpr std::chrono::hours kStripeRetryWindow{72};
 constexpr int kBatch = 500;
+constexpr int kKeyBatch = 5000;
 
 constexpr const char* kUsage =
     R"(Usage: paintlockctl sweep [--older-than DURATION] [--dry-run] [--json]
@@ -22,7 +24,9 @@ constexpr const char* kUsage =
 Deletes the rows of holds that ended more than DURATION ago (default 7d):
 released and refunded reservations with their items, and lapsed holds that
 have no Stripe session (or whose session is known to be expired); and clears
-lock rows that still name a released reservation as holder. Never touches a
+lock rows that still name a released reservation as holder; and deletes the
+server API's Idempotency-Keys created more than 24 hours ago (whatever
+DURATION says: a key is kept for its retries at least that long). Never touches a
 sold, live, awaiting_payment or refund_pending reservation, nor one whose
 Stripe session the database last knew as open (run `paintlockctl reconcile`
 first; the sweep reports how many it kept for that reason). The stripe_events
@@ -57,11 +61,16 @@ int Sweep(CommandContext& ctx) {
 
   const long long seconds = age.count();
   locks::OperatorQueries queries(*db);
+  locks::IdempotencyStore keys(*db);
   locks::SweepCounts c;
+  long long keys_deleted = 0;
   if (dry_run) {
     auto counted = queries.SweepPreview(seconds);
     if (auto* f = std::get_if<locks::DbFailure>(&counted)) return ctx.FailDatabase(*f, "sweep");
     c = std::get<locks::SweepCounts>(counted);
+    auto old_keys = keys.SweepPreview(locks::kIdempotencyKeyMinAge);
+    if (auto* f = std::get_if<locks::DbFailure>(&old_keys)) return ctx.FailDatabase(*f, "sweep");
+    keys_deleted = std::get<long long>(old_keys);
   } else {
     // Each batch is its own short transaction (and its own retry): a big
     // sweep never holds many rows locked at once, and an interrupted one
@@ -85,6 +94,12 @@ int Sweep(CommandContext& ctx) {
     auto after = queries.SweepPreview(seconds);
     if (auto* f = std::get_if<locks::DbFailure>(&after)) return ctx.FailDatabase(*f, "sweep");
     c.kept_stripe_unknown = std::get<locks::SweepCounts>(after).kept_stripe_unknown;
+    for (;;) {
+      auto batch = keys.SweepBatch(locks::kIdempotencyKeyMinAge, kKeyBatch);
+      if (auto* f = std::get_if<locks::DbFailure>(&batch)) return ctx.FailDatabase(*f, "sweep");
+      keys_deleted += std::get<long long>(batch);
+      if (std::get<long long>(batch) < kKeyBatch) break;
+    }
   }
   if (ctx.json()) {
     ctx.PrintJson({{"dry_run", dry_run},
@@ -95,7 +110,8 @@ int Sweep(CommandContext& ctx) {
                    {"lapsed_deleted", c.lapsed},
                    {"items_deleted", c.items},
                    {"holders_cleared", c.holders},
-                   {"kept_stripe_unknown", c.kept_stripe_unknown}});
+                   {"kept_stripe_unknown", c.kept_stripe_unknown},
+                   {"idempotency_keys_deleted", keys_deleted}});
     return kExitOk;
   }
   ctx.out() << (dry_run ? "dry run: would delete" : "deleted")
@@ -105,7 +121,8 @@ int Sweep(CommandContext& ctx) {
                                     " released, " + std::to_string(c.refunded) + " refunded, " +
                                     std::to_string(c.lapsed) + " lapsed)"},
                {"items", std::to_string(c.items)},
-               {"lock holders cleared", std::to_string(c.holders)}});
+               {"lock holders cleared", std::to_string(c.holders)},
+               {"idempotency keys", std::to_string(keys_deleted) + " (older than 24h)"}});
   if (c.kept_stripe_unknown > 0) {
     ctx.out() << c.kept_stripe_unknown
               << " older reservation(s) kept: the database does not know how their Stripe "

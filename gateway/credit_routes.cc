@@ -168,20 +168,24 @@ void ReleaseHold(locks::CreditStore& credits, const httplib::Request& req, httpl
 }  // namespace
 
 void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
-                         locks::CreditStore& credits) {
-  // Each route: the API key first, then the handler.
-  auto route = [authorized, &credits](void (*handler)(locks::CreditStore&, const httplib::Request&,
-                                                      httplib::Response&)) {
-    return [authorized, &credits, handler](const httplib::Request& req, httplib::Response& res) {
-      if (authorized(req, res)) handler(credits, req, res);
+                         locks::CreditStore& credits, IdempotentRequests* idempotency) {
+  using Handler = void (*)(locks::CreditStore&, const httplib::Request&, httplib::Response&);
+  // Each route: the API key first, then (`keyed`: an acting POST) the
+  // Idempotency-Key, then the handler.
+  auto route = [authorized, &credits](Handler handler, IdempotentRequests* keyed = nullptr) {
+    return [authorized, &credits, handler, keyed](const httplib::Request& req,
+                                                  httplib::Response& res) {
+      if (!authorized(req, res)) return;
+      ServeIdempotently(keyed, req, res, Surface::kLimits, [&] { handler(credits, req, res); });
     };
   };
   server.Get(R"(/v1/accounts/([^/]+))", route(GetAccount));
+  // A top-up's key is its own (credit_topups, required): not this layer's.
   server.Post(R"(/v1/accounts/([^/]+)/credits)", route(TopUp));
-  server.Post(R"(/v1/accounts/([^/]+)/holds)", route(OpenHold));
+  server.Post(R"(/v1/accounts/([^/]+)/holds)", route(OpenHold, idempotency));
   server.Get(R"(/v1/holds/([^/]+))", route(GetHold));
-  server.Post(R"(/v1/holds/([^/]+)/commit)", route(CommitHold));
-  server.Post(R"(/v1/holds/([^/]+)/release)", route(ReleaseHold));
+  server.Post(R"(/v1/holds/([^/]+)/commit)", route(CommitHold, idempotency));
+  server.Post(R"(/v1/holds/([^/]+)/release)", route(ReleaseHold, idempotency));
 }
 
 }  // namespace paintlock::gateway

@@ -14,6 +14,7 @@
 
 #include <functional>
 
+#include "gateway/idempotency.h"
 #include "gateway/middleware.h"
 #include "locks/credits.h"
 
@@ -21,7 +22,9 @@ namespace paintlock::gateway {
 
 // False (and the 401 written) unless the request carries the API key.
 
+// Holds, commits and releases honour an Idempotency-Key through
+// `idempotency` (null: they ignore it); a top-up keeps its own required key.
 void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
-                         locks::CreditStore& credits);
+                         locks::CreditStore& credits, IdempotentRequests* idempotency = nullptr);
 
 }  // namespace paintlock::gateway

@@ -87,6 +87,24 @@ HttpError IdempotencyKeyRequired(const std::string& why) {
   return {400, "idempotency_key_required", why, {{"param", "Idempotency-Key"}}, 0};
 }
 
+HttpError IdempotencyKeyReused() {
+  return {422,
+          "idempotency_key_reused",
+          "This Idempotency-Key was used for another request (another route or body); use a new "
+          "key for a different request. Nothing was done.",
+          {{"param", "Idempotency-Key"}},
+          0};
+}
+
+HttpError IdempotencyKeyInUse(int retry_after_seconds) {
+  return {409,
+          "idempotency_key_in_use",
+          "A request with this Idempotency-Key is being served right now; retry shortly to get "
+          "its answer.",
+          {{"param", "Idempotency-Key"}},
+          retry_after_seconds};
+}
+
 HttpError OriginNotAllowed(const std::string& origin) {
   return {403,
           "origin_not_allowed",

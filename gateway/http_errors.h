@@ -83,6 +83,10 @@ HttpError CannotServe(int status);
 // the endpoint wanted it for; an unconfigured key says how to enable it.
 HttpError Unauthorized(bool api_key_configured, const std::string& why);
 HttpError IdempotencyKeyRequired(const std::string& why);
+// An Idempotency-Key already names another request (another route or body).
+HttpError IdempotencyKeyReused();
+// Another request with this Idempotency-Key is being served right now.
+HttpError IdempotencyKeyInUse(int retry_after_seconds);
 HttpError OriginNotAllowed(const std::string& origin);
 
 // --- Paintings, checkout and reservations ------------------------------------

@@ -161,26 +161,35 @@ void GetLease(locks::LeaseStore& leases, const httplib::Request& req, httplib::R
   WriteJson(res, 200, j);
 }
 
+// The API key first, then (for a POST that acts: `idempotency` not null) the
+// Idempotency-Key, then the handler.
 template <class Store>
 auto Guarded(const AuthorizeFn& authorized, Store& store,
-             void (*handler)(Store&, const httplib::Request&, httplib::Response&)) {
-  return [authorized, &store, handler](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req, res)) handler(store, req, res);
+             void (*handler)(Store&, const httplib::Request&, httplib::Response&),
+             IdempotentRequests* idempotency = nullptr) {
+  return [authorized, &store, handler, idempotency](const httplib::Request& req,
+                                                    httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    ServeIdempotently(idempotency, req, res, Surface::kLimits, [&] { handler(store, req, res); });
   };
 }
 
 }  // namespace
 
 void InstallLimitRoutes(httplib::Server& server, const LimitRoutes& routes) {
-  if (routes.credits) InstallCreditRoutes(server, routes.authorized, *routes.credits);
+  if (routes.credits) {
+    InstallCreditRoutes(server, routes.authorized, *routes.credits, routes.idempotency);
+  }
   if (routes.rate_limiter) {
     server.Post(R"(/v1/ratelimits/([^/]+)/take)",
-                Guarded(routes.authorized, *routes.rate_limiter, Take));
+                Guarded(routes.authorized, *routes.rate_limiter, Take, routes.idempotency));
   }
   if (routes.leases) {
     locks::LeaseStore& leases = *routes.leases;
-    server.Post(R"(/v1/leases/([^/]+))", Guarded(routes.authorized, leases, Acquire));
-    server.Post(R"(/v1/leases/([^/]+)/renew)", Guarded(routes.authorized, leases, Renew));
+    server.Post(R"(/v1/leases/([^/]+))",
+                Guarded(routes.authorized, leases, Acquire, routes.idempotency));
+    server.Post(R"(/v1/leases/([^/]+)/renew)",
+                Guarded(routes.authorized, leases, Renew, routes.idempotency));
     server.Delete(R"(/v1/leases/([^/]+))", Guarded(routes.authorized, leases, Release));
     server.Get(R"(/v1/leases/([^/]+))", Guarded(routes.authorized, leases, GetLease));
   }

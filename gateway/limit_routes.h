@@ -19,6 +19,7 @@
 #include "base/visitor.h"
 #include "gateway/credit_routes.h"
 #include "gateway/http_errors.h"
+#include "gateway/idempotency.h"
 #include "gateway/limit_routes_parsing.h"
 #include "gateway/middleware.h"
 #include "locks/credits.h"
@@ -32,6 +33,8 @@ struct LimitRoutes {
   locks::CreditStore* credits = nullptr;       // null: its routes are not installed
   locks::RateLimiter* rate_limiter = nullptr;  // likewise
   locks::LeaseStore* leases = nullptr;         // likewise
+  // Null: the Idempotency-Key header is not honoured (gateway/idempotency.h).
+  IdempotentRequests* idempotency = nullptr;
 };
 
 void InstallLimitRoutes(httplib::Server& server, const LimitRoutes& routes);

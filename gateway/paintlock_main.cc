@@ -17,6 +17,7 @@
 #include "gateway/availability_stream_listener.h"
 #include "gateway/config.h"
 #include "gateway/edge/edge_server.h"
+#include "gateway/idempotency.h"
 #include "gateway/limit_routes.h"
 #include "gateway/metrics_routes.h"
 #include "gateway/quota_routes.h"
@@ -28,6 +29,7 @@
 #include "locks/database.h"
 #include "locks/health.h"
 #include "locks/hold_counts.h"
+#include "locks/idempotency.h"
 #include "locks/leases.h"
 #include "locks/licenses.h"
 #include "locks/migrator.h"
@@ -171,6 +173,10 @@ int main(int argc, char** argv) {
   services.rate_limiter = &rate_limiter;
   services.leases = &leases;
   services.checkout_limit = config.checkout_rate_limit ? &checkout_limit : nullptr;
+  // Idempotency-Key on the server API's POSTs (gateway/idempotency.h).
+  locks::IdempotencyStore idempotency_keys(*db);
+  gateway::IdempotentRequests idempotent_requests(idempotency_keys);
+  services.idempotency = &idempotent_requests;
   locks::LineStore lines(*db, {config.line_max, config.line_per_visitor, config.line_claim});
   services.lines = &lines;
   // Daily quotas and the licences that lift them (locks/QUOTAS.md).

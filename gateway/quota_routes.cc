@@ -104,10 +104,12 @@ struct Routes {
   const Config& config;
   QuotaServices& s;
   const base::VisitorIdentity& visitors;
+  IdempotentRequests* idempotency;
 
   struct Counted {
     const locks::QuotaPolicy& quota;
     std::string who;
+    bool named = false;  // a subject the caller named (with the API key)
   };
 
   // The quota in the path and whom the request counts against: the subject it
@@ -140,8 +142,10 @@ struct Routes {
       AnswerForLicense(s, *quota, *presented.license, res);
       return std::nullopt;
     }
-    return Counted{*quota, subject ? locks::NamedSubject(*subject)
-                                   : locks::VisitorSubject(visitors.VisitorOf(req))};
+    return Counted{
+        *quota,
+        subject ? locks::NamedSubject(*subject) : locks::VisitorSubject(visitors.VisitorOf(req)),
+        subject.has_value()};
   }
 
   static nlohmann::json Counts(const locks::QuotaPolicy& quota, int used, int limit,
@@ -159,15 +163,17 @@ struct Routes {
           return ParseConsumeBody(req, subject, error);
         });
     if (!c) return;
-    const locks::ConsumeOutcome outcome = s.quotas.Consume(c->quota, c->who);
-    if (const auto* f = std::get_if<locks::DbFailure>(&outcome))
-      return WriteError(res, ErrorForQuotas(*f));
-    if (const auto* e = std::get_if<locks::QuotaExceeded>(&outcome))
-      return WriteError(res, Exceeded(c->quota, *e));
-    const auto& a = std::get<locks::QuotaAllowed>(outcome);
-    nlohmann::json body = Counts(c->quota, a.used, a.limit, a.resets_at);
-    body["allowed"] = true;
-    WriteJson(res, 200, body);
+    ServeIdempotently(c->named ? idempotency : nullptr, req, res, Surface::kQuotas, [&] {
+      const locks::ConsumeOutcome outcome = s.quotas.Consume(c->quota, c->who);
+      if (const auto* f = std::get_if<locks::DbFailure>(&outcome))
+        return WriteError(res, ErrorForQuotas(*f));
+      if (const auto* e = std::get_if<locks::QuotaExceeded>(&outcome))
+        return WriteError(res, Exceeded(c->quota, *e));
+      const auto& a = std::get<locks::QuotaAllowed>(outcome);
+      nlohmann::json body = Counts(c->quota, a.used, a.limit, a.resets_at);
+      body["allowed"] = true;
+      WriteJson(res, 200, body);
+    });
   }
 
   void Usage(const httplib::Request& req, httplib::Response& res) {
@@ -294,8 +300,8 @@ bool ParseConsumeBody(const httplib::Request& req, std::optional<std::string>* s
 }
 
 void InstallQuotaRoutes(httplib::Server& server, const Config& config, QuotaServices& services,
-                        const base::VisitorIdentity& visitors) {
-  auto routes = std::make_shared<Routes>(Routes{config, services, visitors});
+                        const base::VisitorIdentity& visitors, IdempotentRequests* idempotency) {
+  auto routes = std::make_shared<Routes>(Routes{config, services, visitors, idempotency});
   server.Post(R"(/v1/quotas/([^/]+)/consume)",
               [routes](const auto& req, auto& res) { routes->Consume(req, res); });
   server.Get(R"(/v1/quotas/([^/]+))",

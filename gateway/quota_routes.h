@@ -27,6 +27,7 @@
 #include "base/visitor.h"
 #include "gateway/config.h"
 #include "gateway/http_errors.h"
+#include "gateway/idempotency.h"
 #include "locks/licenses.h"
 #include "locks/quotas.h"
 #include "webhooks/subscriptions.h"
@@ -40,8 +41,11 @@ struct QuotaServices {
 };
 
 // Installs the routes above. `services` and `visitors` must outlive the server.
+// A consume that names a subject honours an Idempotency-Key through
+// `idempotency` (null: ignored); a visitor's consume ignores the header.
 void InstallQuotaRoutes(httplib::Server& server, const Config& config, QuotaServices& services,
-                        const base::VisitorIdentity& visitors);
+                        const base::VisitorIdentity& visitors,
+                        IdempotentRequests* idempotency = nullptr);
 
 // Limits on what these routes read, far below the server-wide ones: a
 // request beyond them is refused before anything else happens.

@@ -1,9 +1,11 @@
 // The server API for reservations (Authorization: Bearer <PAINTLOCK_API_KEY>):
 //   POST   /v1/reservations {"paintings": [...], "buyer"?}  → 201, or 409 with free_at
+//          (Idempotency-Key honoured: gateway/idempotency.h)
 //   GET    /v1/reservations/{id}                           → its state
 //   DELETE /v1/reservations/{id}                           → released through the
 //          release service (checkout/release.h): never a reservation its buyer paid.
 #include "gateway/http_errors.h"
+#include "gateway/idempotency.h"
 #include "gateway/middleware.h"
 #include "gateway/request_parsing.h"
 #include "gateway/routes.h"
@@ -28,7 +30,6 @@ nlohmann::json ReservationJson(const locks::ReservationView& v) {
 }
 
 void CreateReservation(const Api& api, const httplib::Request& req, httplib::Response& res) {
-  if (!RequireApiKey(api.config, req, res)) return;
   if (MediaTypeOf(req) != "application/json") {
     return WriteError(res,
                       UnsupportedMediaType("Send {\"paintings\": [...]} as application/json."));
@@ -94,8 +95,11 @@ void DeleteReservation(const Api& api, const httplib::Request& req, httplib::Res
 }  // namespace
 
 void InstallReservationRoutes(httplib::Server& server, const Api& api) {
-  server.Post("/v1/reservations",
-              [&api](const auto& req, auto& res) { CreateReservation(api, req, res); });
+  server.Post("/v1/reservations", [&api](const auto& req, auto& res) {
+    if (!RequireApiKey(api.config, req, res)) return;
+    ServeIdempotently(api.services.idempotency, req, res, Surface::kPaintings,
+                      [&] { CreateReservation(api, req, res); });
+  });
   server.Get(R"(/v1/reservations/([^/]+))",
              [&api](const auto& req, auto& res) { GetReservation(api, req, res); });
   server.Delete(R"(/v1/reservations/([^/]+))",

@@ -41,6 +41,7 @@ namespace paintlock::gateway {
 
 struct QuotaServices;
 class CheckoutRateLimit;
+class IdempotentRequests;
 
 struct Services {
   locks::Health& health;
@@ -66,6 +67,8 @@ struct Services {
   // Null: PAINTLOCK_ON_DATABASE_DOWN=refuse. Otherwise what checkouts are
   // priced from while the database is down (checkout/checkout.h).
   checkout::CatalogueSnapshot* offline_snapshot = nullptr;
+  // Null: the Idempotency-Key header is not honoured (gateway/idempotency.h).
+  IdempotentRequests* idempotency = nullptr;
 };
 
 // What every route file is given.

@@ -35,8 +35,8 @@ void HttpApi::Install(httplib::Server& server) {
   InstallWebhookRoutes(server, api_);
   InstallLimitRoutes(
       server, {[&config](const auto& req, auto& res) { return RequireApiKey(config, req, res); },
-               s.credits, s.rate_limiter, s.leases});
-  if (s.quotas) InstallQuotaRoutes(server, config, *s.quotas, s.visitors);
+               s.credits, s.rate_limiter, s.leases, s.idempotency});
+  if (s.quotas) InstallQuotaRoutes(server, config, *s.quotas, s.visitors, s.idempotency);
 
   if (!config.storefront_dir.empty()) {
     if (!edge::InstallStaticFiles(server, "/shop", config.storefront_dir)) {
