@@ -152,15 +152,6 @@ DbResult<ImportReport> Catalogue::Import(const std::vector<CatalogueEntry>& entr
 
 namespace paintlock::locks {
 
-namespace {
-
-std::optional<std::string> TextOrNull(const pqxx::field& f) {
-  if (f.is_null()) return std::nullopt;
-  return f.as<std::string>();
-}
-
-}  // namespace
-
 DbResult<WithdrawalChange> Catalogue::SetWithdrawn(const std::string& painting, bool withdrawn,
                                                    const std::string& reason,
                                                    const std::string& actor) {
@@ -171,9 +162,7 @@ DbResult<WithdrawalChange> Catalogue::SetWithdrawn(const std::string& painting, 
     WithdrawalChange change;
     change.outcome = row["outcome"].as<std::string>();
     if (withdrawn) {
-      change.holder = TextOrNull(row["holder"]);
-      change.holder_state = TextOrNull(row["holder_state"]);
-      change.until = TextOrNull(row["until"]);
+      static_cast<HeldBy&>(change) = ReadHeldBy(row);
     }
     return change;
   });

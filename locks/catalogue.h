@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "locks/database.h"
+#include "locks/row_json.h"
 
 namespace paintlock::locks {
 
@@ -54,13 +55,11 @@ struct CataloguePage {
 
 // What withdrawing a painting from sale, or restoring it, did
 // (sql/migrations/0012: paintlock_admin_withdraw, paintlock_admin_restore).
-struct WithdrawalChange {
+// Withdrawing, when held: who holds it (HeldBy).
+struct WithdrawalChange : HeldBy {
   // Withdrawing: withdrawn | already_withdrawn | sold | held | unknown.
   // Restoring: restored | not_withdrawn | unknown.
   std::string outcome;
-  // Withdrawing, when held: the holding reservation, its state, and when its
-  // hold ends (nullopt while its Stripe session may still be paid).
-  std::optional<std::string> holder, holder_state, until;
 };
 
 class Catalogue {

@@ -12,11 +12,6 @@ namespace paintlock::locks {
 
 namespace {
 
-std::optional<std::string> OptionalText(const pqxx::field& field) {
-  if (field.is_null()) return std::nullopt;
-  return field.as<std::string>();
-}
-
 // A sweep statement's row as counts: `columns` names the column of each
 // SweepCounts field in declaration order; nullptr leaves a field 0.
 SweepCounts CountsOf(const pqxx::row& row, const std::array<const char*, 7>& columns) {
@@ -159,9 +154,7 @@ DbResult<SoldFlagChange> OperatorQueries::SetSoldFlag(const std::string& paintin
     SoldFlagChange change;
     change.outcome = row["outcome"].as<std::string>();
     if (sold) {
-      change.holder = OptionalText(row["holder"]);
-      change.holder_state = OptionalText(row["holder_state"]);
-      change.until = OptionalText(row["until"]);
+      static_cast<HeldBy&>(change) = ReadHeldBy(row);
     } else {
       change.sale = OptionalText(row["sale"]);
     }

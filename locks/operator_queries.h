@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "locks/database.h"
+#include "locks/row_json.h"
 
 namespace paintlock::locks {
 
@@ -37,12 +38,10 @@ struct StoryRows {
 
 // What setting or clearing the catalogue's sold flag did (sql/migrations/0003:
 // paintlock_admin_mark_sold, paintlock_admin_mark_unsold).
-struct SoldFlagChange {
+// Setting, when held: who holds it (HeldBy).
+struct SoldFlagChange : HeldBy {
   // Setting: sold | already_sold | held | unknown. Clearing: unsold | not_sold | unknown.
   std::string outcome;
-  // Setting, when held: the holding reservation, its state, and when its hold
-  // ends (nullopt while its Stripe session may still be paid).
-  std::optional<std::string> holder, holder_state, until;
   // Clearing: the paintlock sale recorded as refunded outside paintlock, if any.
   std::optional<std::string> sale;
 };

@@ -31,4 +31,14 @@ nlohmann::json RowsJson(const pqxx::result& rows, const std::vector<std::string>
   return out;
 }
 
+std::optional<std::string> OptionalText(const pqxx::field& field) {
+  if (field.is_null()) return std::nullopt;
+  return field.as<std::string>();
+}
+
+HeldBy ReadHeldBy(const pqxx::row& row) {
+  return {OptionalText(row["holder"]), OptionalText(row["holder_state"]),
+          OptionalText(row["until"])};
+}
+
 }  // namespace paintlock::locks
