@@ -20,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/ids.h"
 #include "base/log.h"
 #include "gateway/edge/request_framer.h"
 
@@ -61,13 +62,16 @@ const char* Reason(int status) {
 
 // A complete response for a request the edge refuses itself; the body has
 // the shape of gateway/http_errors.h (code, message).
+// An answer the edge gives itself, before any handler: the JSON error shape
+// and a fresh X-Request-Id, like every answer.
 std::string ErrorResponse(int status, const std::string& code, const std::string& message,
-                          int retry_after_seconds) {
-  const std::string body = nlohmann::json{{"code", code}, {"message", message}}.dump();
+                          int retry_after_seconds, const std::string& request_id) {
+  const std::string body =
+      nlohmann::json{{"code", code}, {"message", message}, {"request_id", request_id}}.dump();
   std::string out = "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
                     "\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"
-                    "Connection: close\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\n";
+                    "Connection: close\r\nX-Request-Id: " +
+                    request_id + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   if (retry_after_seconds > 0)
     out += "Retry-After: " + std::to_string(retry_after_seconds) + "\r\n";
   return out + "\r\n" + body;
@@ -222,9 +226,9 @@ class EdgeServer::Core {
       }
     }
     if (refusal != nullptr) {
-      const std::string answer =
-          ErrorResponse(503, "too_many_connections",
-                        "Too many connections are open; close some and try again.", 1);
+      const std::string answer = ErrorResponse(
+          503, "too_many_connections", "Too many connections are open; close some and try again.",
+          1, base::NewRequestId());
       (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::shutdown(fd, SHUT_RDWR);
       ::close(fd);
@@ -359,9 +363,11 @@ class EdgeServer::Core {
   // discard what the client still sends for up to options_.linger, so the
   // client reads the answer instead of a reset.
   void Refuse(Conn* c, int status, const std::string& code, const std::string& message) {
-    base::LogInfo("request_refused", {{"status", status}, {"code", code}});
+    const std::string request_id = base::NewRequestId();
+    base::LogInfo("request_refused",
+                  {{"status", status}, {"code", code}, {"request_id", request_id}});
     c->state = Conn::State::kLingering;
-    c->out = ErrorResponse(status, code, message, 0);
+    c->out = ErrorResponse(status, code, message, 0, request_id);
     c->close_after_out = true;
     c->linger_until = Clock::now() + options_.linger;
     c->out_since = Clock::now();
