@@ -32,17 +32,51 @@ std::optional<std::string> RandomHex(std::size_t bytes, const RandomSource& sour
   return Hex(buffer.data(), buffer.size());
 }
 
+namespace {
+
+// splitmix64's finalizer: a bijection on 64-bit values, so distinct inputs
+// give distinct outputs that look random.
+std::uint64_t Mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
 std::string NewRequestId() {
-  if (auto id = RandomHex(12)) return *id;
-  // Request ids need uniqueness, not secrecy: a counter and the clock give it.
-  static std::atomic<std::uint64_t> counter{0};
-  const std::uint64_t n = counter.fetch_add(1, std::memory_order_relaxed);
-  const auto now =
-      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  unsigned char bytes[12];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(now >> (8 * i));
-  for (int i = 0; i < 4; ++i) bytes[8 + i] = static_cast<unsigned char>(n >> (8 * i));
-  return Hex(bytes, sizeof bytes);
+  // Request ids need uniqueness, not secrecy, and one is made per request:
+  // RAND_bytes per id (its DRBG locks) was 4% of a request's CPU. Instead each
+  // thread draws 12 random bytes once, then numbers its ids: 4 bytes of
+  // thread prefix, then the mixed (bijective, so never repeating) sum of the
+  // thread's 64-bit seed and counter. Should the random source fail, a
+  // process-wide counter and the clock seed the thread instead.
+  struct ThreadIds {
+    std::uint32_t prefix = 0;
+    std::uint64_t seed = 0;
+    std::uint64_t next = 0;
+    bool seeded = false;
+  };
+  thread_local ThreadIds t;
+  if (!t.seeded) {
+    unsigned char bytes[12];
+    if (!SystemRandom(bytes, sizeof bytes)) {
+      static std::atomic<std::uint64_t> threads{0};
+      const std::uint64_t n = threads.fetch_add(1, std::memory_order_relaxed);
+      const auto now =
+          static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+      for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(now >> (8 * i));
+      for (int i = 0; i < 4; ++i) bytes[8 + i] = static_cast<unsigned char>(n >> (8 * i));
+    }
+    for (int i = 0; i < 8; ++i) t.seed |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
+    for (int i = 0; i < 4; ++i) t.prefix |= static_cast<std::uint32_t>(bytes[8 + i]) << (8 * i);
+    t.seeded = true;
+  }
+  const std::uint64_t mixed = Mix64(t.seed + t.next++);
+  unsigned char id[12];
+  for (int i = 0; i < 4; ++i) id[i] = static_cast<unsigned char>(t.prefix >> (8 * i));
+  for (int i = 0; i < 8; ++i) id[4 + i] = static_cast<unsigned char>(mixed >> (8 * i));
+  return Hex(id, sizeof id);
 }
 
 }  // namespace paintlock::base

@@ -26,8 +26,9 @@ bool SystemRandom(unsigned char* out, std::size_t size);
 // source failed.
 std::optional<std::string> RandomHex(std::size_t bytes, const RandomSource& source = SystemRandom);
 
-// A request id: 24 hex characters, unique within the process even when the
-// random source fails (then a process-wide counter is mixed with the clock).
+// A request id: 24 hex characters, unique within the process (a per-thread
+// random prefix and a numbered, mixed sequence; see ids.cc), even when the
+// random source fails. Not a secret: never use one as a token.
 std::string NewRequestId();
 
 // Lowercase hex of `size` bytes.

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <thread>
+#include <vector>
 
 namespace paintlock::base {
 namespace {
@@ -24,6 +26,21 @@ TEST_CASE("NewRequestId is 24 hex characters and does not repeat") {
     seen.insert(id);
   }
   CHECK(seen.size() == 1000);
+}
+
+TEST_CASE("NewRequestId does not repeat across threads") {
+  constexpr int kThreads = 8, kEach = 2000;
+  std::vector<std::vector<std::string>> ids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&ids, t] {
+      for (int i = 0; i < kEach; ++i) ids[t].push_back(NewRequestId());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::set<std::string> seen;
+  for (const auto& some : ids) seen.insert(some.begin(), some.end());
+  CHECK(seen.size() == static_cast<size_t>(kThreads * kEach));
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
-#include <regex>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "locks/reservations.h"
 #include "locks/sql_files.h"
 
@@ -27,10 +27,7 @@ constexpr char kChannel[] = "paintlock_availability";
 // read never comes a hair too early.
 constexpr std::chrono::milliseconds kLapseMargin{25};
 
-bool IsPaintingId(const std::string& s) {
-  static const std::regex re("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
-  return std::regex_match(s, re);
-}
+bool IsPaintingId(const std::string& s) { return base::IsToken(s, 1, 64, "", "_.-"); }
 
 // Collects the painting ids of notifications until the listener takes them.
 class IdReceiver final : public pqxx::notification_receiver {

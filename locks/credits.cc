@@ -1,16 +1,12 @@
 #include "locks/credits.h"
 
-#include <regex>
-
+#include "base/text.h"
 #include "locks/reservations.h"  // LooksLikeUuid
 #include "locks/statements.h"
 
 namespace paintlock::locks {
 
-bool IsValidAccountId(const std::string& id) {
-  static const std::regex re("^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$");
-  return std::regex_match(id, re);
-}
+bool IsValidAccountId(const std::string& id) { return base::IsToken(id, 1, 64, "", "_.:-"); }
 
 namespace {
 

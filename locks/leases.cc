@@ -1,15 +1,11 @@
 #include "locks/leases.h"
 
-#include <regex>
-
+#include "base/text.h"
 #include "locks/statements.h"
 
 namespace paintlock::locks {
 
-bool IsValidLeaseName(const std::string& name) {
-  static const std::regex re("^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$");
-  return std::regex_match(name, re);
-}
+bool IsValidLeaseName(const std::string& name) { return base::IsToken(name, 1, 128, "", "_.:-"); }
 
 bool IsValidLeaseHolder(const std::string& holder) {
   if (holder.empty() || holder.size() > 200) return false;

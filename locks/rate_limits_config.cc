@@ -64,10 +64,7 @@ std::vector<RateBucket> WithDefaultBuckets(std::vector<RateBucket> list) {
   return list;
 }
 
-bool IsValidRateKey(const std::string& key) {
-  static const std::regex re("^[A-Za-z0-9_.:@-]{1,200}$");
-  return std::regex_match(key, re);
-}
+bool IsValidRateKey(const std::string& key) { return base::IsToken(key, 1, 200, "_.:@-", "_.:@-"); }
 
 std::optional<BucketKey> ResolveBucketKey(const std::vector<RateBucket>& buckets,
                                           const std::string& key, const std::string& bucket,
