@@ -112,7 +112,10 @@ std::string LoggablePath(const std::string& target) {
 
 // Serves one framed request to httplib: reads come from the request bytes,
 // writes go to the (non-blocking) socket, waiting up to `write_timeout` for
-// each bit of progress.
+// each bit of progress. httplib writes a response's head and body separately;
+// they are gathered (up to kCoalesce bytes) and sent by Flush as one send, so
+// the client is woken once per answer, not twice (two sends were most of
+// httplib's write cost in the gateway's profile). The caller must Flush.
 class EdgeStream : public httplib::Stream {
  public:
   EdgeStream(int fd, const std::string& request, const std::string& remote_ip, int remote_port,
@@ -132,6 +135,34 @@ class EdgeStream : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
+    if (write_failed_) return -1;
+    if (pending_.size() + size <= kCoalesce) {
+      pending_.append(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+    if (!Flush()) return -1;
+    return Send(ptr, size) ? static_cast<ssize_t>(size) : -1;
+  }
+  // Sends what write gathered; false when the client cannot be written to.
+  bool Flush() {
+    if (!pending_.empty() && !write_failed_) Send(pending_.data(), pending_.size());
+    pending_.clear();
+    return !write_failed_;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = remote_ip_;
+    port = remote_port_;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    AddressOf(fd_, false, &ip, &port);
+  }
+  socket_t socket() const override { return fd_; }
+  bool write_failed() const { return write_failed_; }
+
+ private:
+  static constexpr size_t kCoalesce = 16 * 1024;
+
+  bool Send(const char* ptr, size_t size) {
     size_t done = 0;
     while (done < size && !write_failed_) {
       const ssize_t n = ::send(fd_, ptr + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -149,19 +180,9 @@ class EdgeStream : public httplib::Stream {
       }
       write_failed_ = true;
     }
-    return write_failed_ ? -1 : static_cast<ssize_t>(size);
+    return !write_failed_;
   }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = remote_ip_;
-    port = remote_port_;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    AddressOf(fd_, false, &ip, &port);
-  }
-  socket_t socket() const override { return fd_; }
-  bool write_failed() const { return write_failed_; }
 
- private:
   const int fd_;
   const std::string& request_;
   size_t read_ = 0;
@@ -169,6 +190,7 @@ class EdgeStream : public httplib::Stream {
   const int remote_port_;
   const std::chrono::milliseconds write_timeout_;
   bool write_failed_ = false;
+  std::string pending_;
 };
 
 }  // namespace
@@ -643,6 +665,7 @@ class EdgeServer::Core {
       ok = false;  // httplib's own failures (handler exceptions are caught inside it)
     }
     t_detach = nullptr;
+    stream.Flush();
     if (detach.stream && !stream.write_failed()) {
       return {Message::kPush, c, std::move(detach.stream)};
     }
