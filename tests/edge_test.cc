@@ -81,14 +81,7 @@ class RawClient {
           return status;
         }
       }
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return 0;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return 0;
-      char buf[65536];
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return 0;
-      raw_.append(buf, static_cast<size_t>(n));
+      if (ReadMore(deadline) != Read::kBytes) return 0;
     }
   }
 
@@ -96,16 +89,18 @@ class RawClient {
   bool WaitFor(const std::string& needle, milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     while (raw_.find(needle) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-      char buf[65536];
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return false;
-      raw_.append(buf, static_cast<size_t>(n));
+      if (ReadMore(deadline) != Read::kBytes) return false;
     }
     return true;
+  }
+
+  // True when the server closes the connection (EOF) within `timeout`.
+  bool WaitClosed(milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      const Read r = ReadMore(deadline);
+      if (r != Read::kBytes) return r == Read::kEnd;
+    }
   }
 
   const std::string& head() const { return head_; }
@@ -118,6 +113,19 @@ class RawClient {
   }
 
  private:
+  enum class Read { kBytes, kEnd, kTimeout };
+  // Appends what arrives before `deadline` to raw_.
+  Read ReadMore(Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return Read::kTimeout;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return Read::kTimeout;
+    char buf[65536];
+    const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) return Read::kEnd;
+    raw_.append(buf, static_cast<size_t>(n));
+    return Read::kBytes;
+  }
   static std::string Lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
@@ -198,6 +206,22 @@ TEST_CASE("edge: keep-alive and pipelined requests are answered in order on one 
   REQUIRE(client.Send("GET /v1/paintings/p3 HTTP/1.1\r\nHost: x\r\n\r\n"));
   REQUIRE(client.ReadResponse(milliseconds(5000)) == 200);
   CHECK(client.Json()["id"] == "p3");
+}
+
+TEST_CASE("edge: a keep-alive connection idle after its answers is closed at the idle timeout") {
+  // After an answer the worker hands the connection straight back to epoll;
+  // the reactor must still own its idle deadline.
+  TestDatabase db;
+  Gateway gw(db, kNoStripe, {{{"PAINTLOCK_IDLE_TIMEOUT_SECONDS", "1"}}});
+  RawClient client(gw.port());
+  for (const char* id : {"p1", "p2", "p3"}) {
+    REQUIRE(client.Send(std::string("GET /v1/paintings/") + id + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    REQUIRE(client.ReadResponse(milliseconds(5000)) == 200);
+    CHECK(client.Json()["id"] == id);
+  }
+  const auto answered = Clock::now();
+  CHECK(client.WaitClosed(milliseconds(10000)));
+  CHECK(Clock::now() - answered >= milliseconds(900));  // not before the timeout
 }
 
 TEST_CASE("edge: a chunked 10 MB body gets 413 and the gateway's memory stays bounded") {
