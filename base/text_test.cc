@@ -12,9 +12,24 @@ namespace {
 TEST_CASE("IsToken agrees with the regular expression it replaces") {
   // ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$, the painting id, against IsToken(s, 1, 64, "", "_.-").
   const std::regex painting("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
-  std::vector<std::string> samples = {"", "a", "p1", "Z9", "_a", ".a", "-a", "a_b.c-d", "a b",
-                                      "a:b", "é", std::string("a\0b", 3), "a\n", "\na",
-                                      std::string(64, 'x'), std::string(65, 'x'), "A-Z", "a/b"};
+  std::vector<std::string> samples = {"",
+                                      "a",
+                                      "p1",
+                                      "Z9",
+                                      "_a",
+                                      ".a",
+                                      "-a",
+                                      "a_b.c-d",
+                                      "a b",
+                                      "a:b",
+                                      "é",
+                                      std::string("a\0b", 3),
+                                      "a\n",
+                                      "\na",
+                                      std::string(64, 'x'),
+                                      std::string(65, 'x'),
+                                      "A-Z",
+                                      "a/b"};
   for (int c = 0; c < 256; ++c) {
     samples.push_back(std::string(1, static_cast<char>(c)));
     samples.push_back("a" + std::string(1, static_cast<char>(c)));

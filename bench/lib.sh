@@ -76,25 +76,37 @@ bench_stop_gateway() {  # PID
 # CPU clock ticks (user + system) a process has used so far.
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# Context switches (voluntary + involuntary) of all the process's threads so
+# far: each is a thread put to sleep or pre-empted, which the profile shows to
+# be most of a request's cost on this machine.
+bench_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ {n += $2} END {print n + 0}'
+}
+
 # The process's peak resident set (VmHWM), in kB.
 bench_peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 
 # bench_gateway_phase PID LOAD-ARGS...: runs bench/load_main.cc against the
 # gateway PID serves, and adds to its JSON the gateway's CPU µs per iteration
-# (utime + stime over the phase, from /proc).
+# (utime + stime over the phase, from /proc) and its threads' context
+# switches per iteration.
 bench_gateway_phase() {
   local pid=$1
   shift
-  local before after out
+  local before after switches_before switches_after out
+  switches_before=$(bench_switches "$pid")
   before=$(bench_cpu_ticks "$pid")
   out=$("$bench_build/load" --url "$gateway_url" --api-key "$bench_api_key" \
     --clients "$bench_clients" --seconds "$bench_seconds" "$@")
   after=$(bench_cpu_ticks "$pid")
+  switches_after=$(bench_switches "$pid")
   python3 -c 'import json, sys, os
 r = json.loads(sys.argv[1])
 ticks = int(sys.argv[3]) - int(sys.argv[2])
 r["gateway_cpu_us"] = 1e6 * ticks / os.sysconf("SC_CLK_TCK") / max(r["iterations"], 1)
-print(json.dumps(r))' "$out" "$before" "$after"
+r["gateway_switches"] = (int(sys.argv[5]) - int(sys.argv[4])) / max(r["iterations"], 1)
+print(json.dumps(r))' "$out" "$before" "$after" "$switches_before" "$switches_after"
 }
 
 # bench_pgbench_phase DB_URL SCRIPT [PGBENCH-ARGS...]: pgbench -M prepared

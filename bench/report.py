@@ -55,22 +55,24 @@ lines = [
     f"the gateway's statements from sql/queries/. Both share the machine's cores with "
     f"PostgreSQL; synchronous_commit on. Publishing off: `{publishing_off}`.", "",
     "Ratios are gateway/pgbench over the means of the rounds. CPU is the gateway process's "
-    "utime + stime over its phases divided by the HTTP requests it answered; RSS is its VmHWM.",
+    "utime + stime over its phases divided by the HTTP requests it answered; switches are its "
+    "threads' context switches (voluntary and not) per request; RSS is its VmHWM.",
     "",
     "| workload | gateway tps | pgbench tps | **tps ratio** | gateway p50 / p99 ms | "
     "pgbench p50 / p99 ms | p50 ratio | **p99 ratio** | gateway CPU µs/request | "
-    "gateway peak RSS MB | gateway errors |",
-    "|---|---|---|---|---|---|---|---|---|---|---|",
+    "gateway switches/request | gateway peak RSS MB | gateway errors |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 for name, per_iteration, g, p, rss in workloads:
     cpu = mean(g, "gateway_cpu_us") / per_iteration
+    switches = mean(g, "gateway_switches") / per_iteration
     lines.append(
         f"| {TITLES.get(name, name)} | {mean(g, 'tps'):.0f} | {mean(p, 'tps'):.0f} | "
         f"**{ratio(mean(g, 'tps'), mean(p, 'tps')):.2f}** | "
         f"{mean(g, 'p50_ms'):.2f} / {mean(g, 'p99_ms'):.2f} | "
         f"{mean(p, 'p50_ms'):.2f} / {mean(p, 'p99_ms'):.2f} | "
         f"{ratio(mean(g, 'p50_ms'), mean(p, 'p50_ms')):.2f} | "
-        f"**{ratio(mean(g, 'p99_ms'), mean(p, 'p99_ms')):.2f}** | {cpu:.0f} | {rss / 1024:.1f} | "
+        f"**{ratio(mean(g, 'p99_ms'), mean(p, 'p99_ms')):.2f}** | {cpu:.0f} | {switches:.1f} | {rss / 1024:.1f} | "
         f"{sum(x['errors'] for x in g)} |")
 
 by_name = {w[0]: w for w in workloads}
