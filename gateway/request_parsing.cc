@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/form.h"
+#include "base/text.h"
 #include "locks/lines.h"
 
 namespace paintlock::gateway {
@@ -14,15 +15,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseForm(const 
   return fields;
 }
 
-bool IsValidPaintingId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (size_t i = 0; i < id.size(); ++i) {
-    const char c = id[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-'))) return false;
-  }
-  return true;
-}
+bool IsValidPaintingId(const std::string& id) { return base::IsToken(id, 1, 64, "", "_.-"); }
 
 std::string PrintableExcerpt(const std::string& text, std::size_t max_bytes) {
   std::string out = text.substr(0, max_bytes);

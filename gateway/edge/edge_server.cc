@@ -478,13 +478,18 @@ class EdgeServer::Core {
     jobs_cv_.notify_one();
   }
 
+  // After an answer: the connection waits for its next request (or a push).
+  static void ReadyForNextRequest(Conn* c) {
+    c->framer.Reset();
+    c->continue_sent = false;
+    c->idle_since = Clock::now();
+  }
+
   // A worker is done with `c`: the next request, a push stream, or the end.
   void Returned(Message& m) {
     Conn* c = m.conn;
     if (m.kind == Message::kClose) return Close(c);
-    c->framer.Reset();
-    c->continue_sent = false;
-    c->idle_since = Clock::now();
+    ReadyForNextRequest(c);
     if (m.kind == Message::kPush) {
       c->state = Conn::State::kPushing;
       c->push = std::move(m.push);
@@ -658,9 +663,7 @@ class EdgeServer::Core {
   bool HandBack(const Message& m) {
     Conn* c = m.conn;
     if (m.kind != Message::kKeepAlive || !c->in.empty() || c->peer_closed) return false;
-    c->framer.Reset();
-    c->continue_sent = false;
-    c->idle_since = Clock::now();
+    ReadyForNextRequest(c);
     c->events = EPOLLIN | EPOLLRDHUP;
     epoll_event ev{};
     ev.events = c->events;
