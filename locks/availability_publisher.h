@@ -6,7 +6,7 @@
 // lock held through the commit's WAL flush), so notifying inside the buyer's
 // transaction made every buyer's commit wait for every other's. Here the
 // writer commits as usual and hands the ids to this publisher, whose own
-// thread sends them in one tiny transaction per batch with
+// thread sends them in one statement (its own transaction) per batch with
 // synchronous_commit off: no buyer's request waits for it, and the notify
 // lock is held only while the commit record is written, never through an
 // fsync. Ids queued while a batch is being sent are coalesced into the next,
