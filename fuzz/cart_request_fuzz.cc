@@ -9,6 +9,7 @@
 
 #include "fuzz/fuzz_support.h"
 #include "gateway/request_parsing.h"
+#include "locks/painting_id.h"
 
 using namespace paintlock;
 
@@ -31,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!cart->paintings.empty() && cart->paintings.size() <= gateway::kMaxCartItems);
     std::set<std::string> distinct(cart->paintings.begin(), cart->paintings.end());
     FUZZ_CHECK(distinct.size() == cart->paintings.size());
-    for (const auto& id : cart->paintings) FUZZ_CHECK(gateway::IsValidPaintingId(id));
+    for (const auto& id : cart->paintings) FUZZ_CHECK(locks::IsPaintingId(id));
     if (cart->buyer_ref) FUZZ_CHECK(mode == 1 && cart->buyer_ref->size() <= 200);
     FUZZ_CHECK(param.empty());
   } else {

@@ -13,6 +13,7 @@
 #include "gateway/http_errors.h"
 #include "gateway/request_parsing.h"
 #include "gateway/routes.h"
+#include "locks/painting_id.h"
 
 namespace paintlock::gateway {
 
@@ -35,7 +36,7 @@ nlohmann::json EntryJson(const locks::LineEntryView& v) {
 // The painting id of the path, or nullopt with 404 written.
 std::optional<std::string> PaintingOf(const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
-  if (!IsValidPaintingId(id)) {
+  if (!locks::IsPaintingId(id)) {
     WriteError(res, ErrorFor(locks::Unknown{PrintableExcerpt(id, 64)}));
     return std::nullopt;
   }

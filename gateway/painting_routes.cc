@@ -10,6 +10,7 @@
 #include "gateway/limit_routes_parsing.h"
 #include "gateway/request_parsing.h"
 #include "gateway/routes.h"
+#include "locks/painting_id.h"
 
 namespace paintlock::gateway {
 
@@ -45,7 +46,7 @@ bool ParsePageQuery(const httplib::Request& req, int* limit,
   }
   if (req.has_param("starting_after")) {
     const std::string after = req.get_param_value("starting_after");
-    if (req.get_param_value_count("starting_after") != 1 || !IsValidPaintingId(after)) {
+    if (req.get_param_value_count("starting_after") != 1 || !locks::IsPaintingId(after)) {
       *error = InvalidRequest(
           "starting_after must be one painting id: the id of the last painting of the page "
           "before.",
@@ -82,7 +83,7 @@ void InstallPaintingRoutes(httplib::Server& server, const Api& api) {
   server.Get(R"(/v1/paintings/([^/]+))",
              [&catalogue](const httplib::Request& req, httplib::Response& res) {
                const std::string id = req.matches[1];
-               if (!IsValidPaintingId(id)) {
+               if (!locks::IsPaintingId(id)) {
                  return WriteError(res, ErrorFor(locks::Unknown{id.substr(0, 64)}));
                }
                auto got = catalogue.Get(id);

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "base/form.h"
-#include "base/text.h"
 #include "locks/lines.h"
+#include "locks/painting_id.h"
 
 namespace paintlock::gateway {
 
@@ -14,8 +14,6 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseForm(const 
   if (!base::DecodeForm(body, &fields)) return std::nullopt;
   return fields;
 }
-
-bool IsValidPaintingId(const std::string& id) { return base::IsToken(id, 1, 64, "", "_.-"); }
 
 std::string PrintableExcerpt(const std::string& text, std::size_t max_bytes) {
   std::string out = text.substr(0, max_bytes);
@@ -49,7 +47,7 @@ bool ValidateCart(const std::vector<std::string>& paintings, std::string* error)
   }
   std::set<std::string> seen;
   for (const auto& id : paintings) {
-    if (!IsValidPaintingId(id)) {
+    if (!locks::IsPaintingId(id)) {
       *error = "\"" + PrintableExcerpt(id, 80) +
                "\" is not a painting id (1-64 letters, digits, '_', '.', '-').";
       return false;

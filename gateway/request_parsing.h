@@ -14,8 +14,6 @@ constexpr std::size_t kMaxCartItems = 100;  // Stripe's line-item limit
 // nullopt for a malformed percent-escape.
 std::optional<std::vector<std::pair<std::string, std::string>>> ParseForm(const std::string& body);
 
-bool IsValidPaintingId(const std::string& id);
-
 // `text` cut to at most `max_bytes`, with every byte outside printable ASCII
 // shown as '?': safe to quote back to a caller in any message, since a JSON
 // error body must be valid UTF-8 and a request may carry any bytes.

@@ -14,7 +14,7 @@
 #include <pqxx/pqxx>
 
 #include "base/log.h"
-#include "base/text.h"
+#include "locks/painting_id.h"
 #include "locks/reservations.h"
 #include "locks/sql_files.h"
 
@@ -26,8 +26,6 @@ constexpr char kChannel[] = "paintlock_availability";
 // Re-read a lapsing hold this long after the database says it lapses, so the
 // read never comes a hair too early.
 constexpr std::chrono::milliseconds kLapseMargin{25};
-
-bool IsPaintingId(const std::string& s) { return base::IsToken(s, 1, 64, "", "_.-"); }
 
 // Collects the painting ids of notifications until the listener takes them.
 class IdReceiver final : public pqxx::notification_receiver {

@@ -3,15 +3,15 @@
 #include <regex>
 
 #include "locks/availability_publisher.h"
+#include "locks/painting_id.h"
 #include "locks/reservations.h"
 #include "locks/statements.h"
 
 namespace paintlock::locks {
 
 std::string ValidateEntry(const CatalogueEntry& e) {
-  static const std::regex id_re("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
   static const std::regex currency_re("^[a-z]{3}$");
-  if (!std::regex_match(e.id, id_re)) {
+  if (!IsPaintingId(e.id)) {
     return "id \"" + e.id + "\" must be 1-64 letters, digits, '_', '.' or '-'";
   }
   if (e.title.empty() || e.title.size() > 300) return e.id + ": title must be 1-300 characters";

@@ -4,6 +4,8 @@
 #include <regex>
 #include <sstream>
 
+#include "locks/painting_id.h"
+
 namespace paintlock::webhooks {
 
 namespace {
@@ -44,7 +46,7 @@ std::optional<locks::OfflineCart> OfflineCartOf(const std::map<std::string, std:
   };
   if (marker->second != "1") return fail("paintlock_offline is not 1");
   static const std::regex currency_re("^[a-z]{3}$");
-  static const std::regex item_re("^([A-Za-z0-9][A-Za-z0-9_.-]{0,63}):([1-9][0-9]{0,10})$");
+  static const std::regex price_re("^[1-9][0-9]{0,10}$");
   auto currency = metadata.find("paintlock_currency");
   if (currency == metadata.end() || !std::regex_match(currency->second, currency_re)) {
     return fail("paintlock_currency is not a currency code");
@@ -57,12 +59,17 @@ std::optional<locks::OfflineCart> OfflineCartOf(const std::map<std::string, std:
     std::stringstream in(chunk->second);
     std::string item;
     while (std::getline(in, item, ',')) {
-      std::smatch m;
-      if (!std::regex_match(item, m, item_re)) return fail(CartKey(i) + " has a bad item");
-      const std::int64_t price = std::stoll(m[2].str());
+      const auto colon = item.find(':');  // "id:price"; ids have no ':'
+      if (colon == std::string::npos) return fail(CartKey(i) + " has a bad item");
+      std::string id = item.substr(0, colon);
+      const std::string digits = item.substr(colon + 1);
+      if (!locks::IsPaintingId(id) || !std::regex_match(digits, price_re)) {
+        return fail(CartKey(i) + " has a bad item");
+      }
+      const std::int64_t price = std::stoll(digits);
       if (price > kMaxPrice) return fail(CartKey(i) + " has a bad price");
       if (items.size() == kMaxPaintings) return fail("the cart has more than 100 paintings");
-      items.emplace_back(m[1].str(), price);
+      items.emplace_back(std::move(id), price);
     }
   }
   if (items.empty()) return fail("the cart is empty");

@@ -59,6 +59,12 @@ TEST_CASE("offline cart: an ordinary session has none, a bad one is refused with
   CHECK_FALSE(Read(with("paintlock_cart_0", "p1:100000000000")));
   CHECK_FALSE(Read(with("paintlock_cart_0", "p1:5,p1:6")));
   CHECK_FALSE(Read(with("paintlock_cart_0", "p 1:5")));
+  CHECK_FALSE(Read(with("paintlock_cart_0", "p1")));
+  CHECK_FALSE(Read(with("paintlock_cart_0", ":5")));
+  CHECK_FALSE(Read(with("paintlock_cart_0", "p1:5:6")));
+  CHECK_FALSE(Read(with("paintlock_cart_0", "-p1:5")));
+  CHECK_FALSE(Read(with("paintlock_cart_0", "p1:05")));
+  CHECK_FALSE(Read(with("paintlock_cart_0", std::string(65, 'a') + ":5")));
   CHECK_FALSE(Read(with("paintlock_cart_0", std::string(501, '1'))));
   std::vector<CatalogueEntry> too_many;
   for (int i = 0; i < 101; ++i) too_many.push_back({"q" + std::to_string(i), "t", 1, "eur"});
