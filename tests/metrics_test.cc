@@ -158,6 +158,29 @@ TEST_CASE("metrics: a scrape after traffic counts it by route, outcome and endpo
   CheckInvariants(db);
 }
 
+TEST_CASE("metrics: requests the edge refuses before any handler are counted by reason") {
+  TestDatabase db;
+  Gateway gw(db, "http://127.0.0.1:9", {{{"PAINTLOCK_METRICS", kApiKeyMetrics}}});
+  const std::string base = gw.base();
+  CHECK(Scrape(base).body.find("# TYPE paintlock_edge_refusals_total counter") !=
+        std::string::npos);
+
+  // A header section over the 16 KiB limit, and an expectation the edge cannot meet.
+  Reply big = Request(base, "GET", "/v1/paintings", "", "", {{"X-Big", std::string(20000, 'a')}});
+  CHECK(big.status == 431);
+  Reply expect = Request(base, "POST", "/v1/checkout", R"({"paintings":["p1"]})",
+                         "application/json", {{"Expect", "202-accepted"}});
+  CHECK(expect.status == 417);
+  CHECK(Request(base, "GET", "/v1/paintings/p1").status == 200);  // answered: not a refusal
+
+  const auto s = Samples(Scrape(base).body);
+  CHECK(Value(s, R"(paintlock_edge_refusals_total{reason="headers_too_large"})") == 1);
+  CHECK(Value(s, R"(paintlock_edge_refusals_total{reason="expectation_failed"})") == 1);
+  CHECK(Value(s, R"(paintlock_edge_refusals_total{reason="invalid_request"})") == std::nullopt);
+  CHECK(Value(s, Http("/v1/paintings/{}", "GET", "200")) == 1);
+  CHECK(Value(s, Http("/v1/checkout", "POST", "417")) == std::nullopt);  // no handler saw it
+}
+
 TEST_CASE("metrics: off answers 404, api-key refuses a scrape without the key") {
   TestDatabase db;
   FakeStripe stripe;

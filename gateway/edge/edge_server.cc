@@ -17,11 +17,13 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
 #include "base/ids.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "gateway/edge/request_framer.h"
 
 namespace paintlock::gateway::edge {
@@ -76,6 +78,21 @@ std::string ErrorResponse(int status, const std::string& code, const std::string
     out += "Retry-After: " + std::to_string(retry_after_seconds) + "\r\n";
   return out + "\r\n" + body;
 }
+
+// Counts what the edge turned away before any handler ran: refused
+// connections (the reason), requests it answered itself (the error code), and
+// requests whose client left before their handler (client_gone). Reasons come
+// from fixed sets; the family's capacity bounds them anyway.
+base::metrics::Family<base::metrics::Counter>& Refusals() {
+  static base::metrics::Family<base::metrics::Counter>& refusals =
+      base::metrics::DefaultRegistry().AddCounter(
+          "paintlock_edge_refusals_total",
+          "Connections and requests the HTTP edge refused before any handler, by reason.",
+          {"reason"}, 64);
+  return refusals;
+}
+
+void CountRefusal(std::string_view reason) { Refusals().With({reason}).Inc(); }
 
 std::string Chunk(const std::string& bytes) {
   char size[20];
@@ -215,6 +232,7 @@ void DetachResponse(std::shared_ptr<PushStream> stream) {
 class EdgeServer::Core {
  public:
   Core(EdgeServer& server, EdgeOptions options) : server_(server), options_(std::move(options)) {
+    Refusals();  // scrapes show the family before the first refusal
     epoll_ = epoll_create1(EPOLL_CLOEXEC);
     wake_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epoll_event ev{};
@@ -353,6 +371,7 @@ class EdgeServer::Core {
   }
 
   void LogRefusal(const char* reason) {
+    CountRefusal(reason);
     // At most one line a second: a flood must not become a log flood.
     const auto now = Clock::now();
     std::lock_guard<std::mutex> lock(mu_);
@@ -395,6 +414,7 @@ class EdgeServer::Core {
   // client reads the answer instead of a reset.
   void Refuse(Conn* c, int status, const std::string& code, const std::string& message) {
     const std::string request_id = base::NewRequestId();
+    CountRefusal(code);
     base::LogInfo("request_refused",
                   {{"status", status}, {"code", code}, {"request_id", request_id}});
     c->state = Conn::State::kLingering;
@@ -690,6 +710,7 @@ class EdgeServer::Core {
   Message Serve(Job& job) {
     Conn* c = job.conn;
     if (ClientGone(c)) {
+      CountRefusal("client_gone");
       base::LogInfo("client_gone_before_handler",
                     {{"method", job.method}, {"path", LoggablePath(job.target)}});
       return {Message::kClose, c, nullptr};
