@@ -19,6 +19,8 @@ install(FILES deploy/paintlock.env DESTINATION /etc/paintlock
 install(FILES README.md LICENSE CHANGELOG.md docs/ARCHITECTURE.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES deploy/nginx/paintlock.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/nginx)
+install(FILES deploy/prometheus/paintlock-alerts.yml deploy/prometheus/paintlock-alerts.test.yml
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/prometheus)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME paintlock)

@@ -34,11 +34,18 @@ getent passwd paintlock >/dev/null || { echo "package-test: no paintlock user" >
 mode=$(stat -c '%a %U:%G' /etc/paintlock/paintlock.env)
 [[ "$mode" == "640 root:paintlock" ]] ||
   { echo "package-test: /etc/paintlock/paintlock.env is $mode, not 640 root:paintlock" >&2; fail=1; }
+# The alert rules ship as an example a seller copies into Prometheus's rule_files.
+rules=/usr/share/doc/paintlock/examples/prometheus
+if ! (cd "$rules" && promtool check rules paintlock-alerts.yml >/dev/null &&
+  promtool test rules paintlock-alerts.test.yml >/dev/null); then
+  echo "package-test: $rules/paintlock-alerts.yml is missing or fails promtool" >&2
+  fail=1
+fi
 # verify checks every unit's syntax, its ExecStart binaries and the timer's service.
 if ! systemd-analyze verify /lib/systemd/system/paintlock.service \
   /lib/systemd/system/paintlock-reconcile.service /lib/systemd/system/paintlock-reconcile.timer; then
   echo "package-test: systemd-analyze verify found problems" >&2
   fail=1
 fi
-((fail == 0)) && echo "package-test: installed, --version $version, units verified" >&2
+((fail == 0)) && echo "package-test: installed, --version $version, units verified, alert rules pass promtool" >&2
 exit $fail

@@ -5,8 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <regex>
+#include <set>
 
 #include "tests/support/harness.h"
 
@@ -256,5 +259,22 @@ TEST_CASE("metrics: promtool check metrics accepts a scrape after a realistic mi
   CHECK(checked.exit_code == 0);
   CHECK(text.find("# TYPE paintlock_stripe_request_duration_seconds histogram\n") !=
         std::string::npos);
+
+  // Every metric the shipped alert rules read is one the gateway exports (their
+  // own unit tests, `promtool test rules`, run on made-up series of those names).
+  std::ifstream rules_file(SourceDir() + "/deploy/prometheus/paintlock-alerts.yml");
+  REQUIRE(rules_file);
+  const std::string rules((std::istreambuf_iterator<char>(rules_file)),
+                          std::istreambuf_iterator<char>());
+  const std::regex metric_name(R"(paintlock_[a-z_]+)");
+  const std::regex histogram_part(R"(_(bucket|count|sum)$)");
+  std::set<std::string> names;
+  for (std::sregex_iterator it(rules.begin(), rules.end(), metric_name), end; it != end; ++it) {
+    names.insert(std::regex_replace(it->str(), histogram_part, ""));
+  }
+  CHECK(names.size() >= 10);
+  for (const std::string& name : names) {
+    CHECK_MESSAGE(text.find("# TYPE " + name + " ") != std::string::npos, name);
+  }
   CheckInvariants(db);
 }
