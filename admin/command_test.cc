@@ -134,7 +134,7 @@ TEST_CASE("admin: every paintlockctl command has a summary and a usage with an e
   std::ostringstream overview;
   registry.PrintOverview(overview);
   for (const char* name : {"holds", "show", "release", "sold", "unsold", "reconcile", "events",
-                           "sweep", "catalog import", "migrate"}) {
+                           "sweep", "contacts forget", "catalog import", "migrate"}) {
     INFO(name);
     CHECK(overview.str().find(std::string("  ") + name + " ") != std::string::npos);
     AdminEnvironment env([](const std::string&) { return std::optional<std::string>(); });

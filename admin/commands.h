@@ -21,6 +21,7 @@ void RegisterLicensesCommand(CommandRegistry& registry);   // licenses_command.c
 void RegisterCreditsCommands(CommandRegistry& registry);   // credits_command.cc
 void RegisterLeasesCommand(CommandRegistry& registry);     // leases_command.cc
 void RegisterLineCommands(CommandRegistry& registry);      // line_command.cc
+void RegisterContactsCommands(CommandRegistry& registry);  // contacts_command.cc
 
 // All of the above, in the order `paintlockctl --help` lists them.
 inline void RegisterAllCommands(CommandRegistry& registry) {
@@ -32,6 +33,7 @@ inline void RegisterAllCommands(CommandRegistry& registry) {
   RegisterReconcileCommand(registry);
   RegisterEventsCommand(registry);
   RegisterSweepCommand(registry);
+  RegisterContactsCommands(registry);
   RegisterQuotaCommands(registry);
   RegisterLicensesCommand(registry);
   RegisterCreditsCommands(registry);

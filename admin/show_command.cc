@@ -118,10 +118,15 @@ std::string DisputesOf(const nlohmann::json& r) {
 }
 
 // The buyer's details a completed session gave (sale_contacts): "name
-// <email>, phone" and the shipping address on one line; empty when none.
+// <email>, phone" and the shipping address on one line; empty when none;
+// when they were forgotten (paintlockctl contacts forget), since when.
 std::pair<std::string, std::string> BuyerLines(const nlohmann::json& r) {
   const nlohmann::json& c = r["buyer_contact"];
   if (!c.is_object()) return {};
+  if (!c["forgotten_at"].is_null()) {
+    const std::string forgotten = "(forgotten " + Cell(c["forgotten_at"]) + ")";
+    return {forgotten, forgotten};
+  }
   std::string buyer = Cell(c["name"]);
   if (!c["email"].is_null()) buyer += (buyer.empty() ? "" : " ") + ("<" + Cell(c["email"]) + ">");
   if (!c["phone"].is_null()) buyer += (buyer.empty() ? "" : ", ") + Cell(c["phone"]);

@@ -16,4 +16,21 @@ DbResult<bool> SaleContactStore::Keep(const std::string& session_id, const SaleC
   });
 }
 
+DbResult<ForgetCount> SaleContactStore::Forget(const ContactSelector& which,
+                                               const std::string& actor, const std::string& reason,
+                                               bool dry_run) {
+  return db_.Run("sale_contacts_forget", [&](pqxx::connection& conn) {
+    pqxx::work w(conn);
+    const pqxx::row row = Exec1(w, "sale_contacts_forget", which.session_id, which.email,
+                                which.older_than_seconds, actor, reason, which.name());
+    ForgetCount count{row["forgotten"].as<long long>(), row["tombstones"].as<long long>()};
+    if (dry_run) {
+      w.abort();
+    } else {
+      w.commit();
+    }
+    return count;
+  });
+}
+
 }  // namespace paintlock::locks

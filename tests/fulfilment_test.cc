@@ -211,3 +211,111 @@ TEST_CASE_FIXTURE(ShopFixture,
   CHECK(db.Scalar("SELECT count(*) FROM paintings WHERE id IN ('n3', 'n4')") == "0");
   CheckInvariants(db);
 }
+
+TEST_CASE("fulfilment: contacts forget blanks a buyer's details for good, and audits no address") {
+  TestDatabase db;
+  Shop shop(db, kShipping);
+  const std::string stripe = shop.stripe.base();
+  json grace = kBuyer;
+  grace["customer_details"] = {{"name", "Grace Hopper"}, {"email", "grace@example.com"}};
+  std::vector<std::string> sales;  // Ada's two sales, then Grace's
+  for (const auto& [painting, buyer] :
+       std::vector<std::pair<std::string, json>>{{"p3", kBuyer}, {"p4", kBuyer}, {"p5", grace}}) {
+    auto [reservation, session_id] = Bought(shop, {painting});
+    PayAs(shop, session_id, buyer);
+    REQUIRE(Eventually([&, s = session_id] { return !KeptContact(db, s).empty(); }));
+    sales.push_back(session_id);
+  }
+  const std::string grace_kept = KeptContact(db, sales[2]);
+  auto forgotten = [&](const std::string& session) {
+    return db.Scalar("SELECT forgotten_at IS NOT NULL FROM sale_contacts WHERE session_id = '" +
+                     session + "'") == "t";
+  };
+  auto audits = [&] {
+    return db.Scalar("SELECT count(*) FROM audit_log WHERE action = 'contacts_forgotten'");
+  };
+
+  // Usage: exactly one selector and a reason; the email is never echoed back.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"contacts", "forget", "--reason", "x"},
+        {"contacts", "forget", "--email", "ada@example.com", "--session", sales[0], "--reason",
+         "x"},
+        {"contacts", "forget", "--email", "ada@example.com"},
+        {"contacts", "forget", "--session", "pi_123", "--reason", "x"},
+        {"contacts", "forget", "--older-than", "soon", "--reason", "x"}}) {
+    CompletedProcess r = Ctl(db, stripe, bad);
+    CHECK(r.exit_code == 2);
+    CHECK(OneLine(r.err));
+    CHECK(r.err.find("ada@") == std::string::npos);
+  }
+
+  CompletedProcess dry = Ctl(db, stripe,
+                             {"contacts", "forget", "--email", "ADA@Example.com", "--reason",
+                              "erasure request", "--dry-run"});
+  CHECK(dry.exit_code == 0);
+  CHECK(dry.out == "dry run: would forget the buyer details of 2 sale(s); nothing was changed\n");
+  CHECK_FALSE(forgotten(sales[0]));
+  CHECK(audits() == "0");
+
+  CompletedProcess done =
+      Ctl(db, stripe, {"contacts", "forget", "--email", "ADA@Example.com", "--reason", "erasure"});
+  CHECK(done.exit_code == 0);
+  CHECK(done.out == "forgot the buyer details of 2 sale(s)\n");
+  for (int i : {0, 1}) {
+    CHECK(forgotten(sales[i]));
+    CHECK(KeptContact(db, sales[i]).empty());
+  }
+  CHECK_FALSE(forgotten(sales[2]));
+  CHECK(KeptContact(db, sales[2]) == grace_kept);
+  CHECK(audits() == "1");
+  const std::string audit = db.Scalar(
+      "SELECT actor || ' ' || reason || ' ' || details::text FROM audit_log "
+      "WHERE action = 'contacts_forgotten'");
+  CHECK(audit.find("paintlockctl erasure") == 0);
+  CHECK(audit.find(R"("selector": "email")") != std::string::npos);
+  CHECK(audit.find(R"("sales": 2)") != std::string::npos);
+  CHECK(audit.find("ada") == std::string::npos);
+  CHECK(Ctl(db, stripe, {"contacts", "forget", "--email", "ada@example.com", "--reason", "again"})
+            .out == "forgot the buyer details of 0 sale(s) (none matched)\n");
+
+  // The sale stays, its details do not come back: the success page re-reads
+  // the session from Stripe and keeps its details, but not over a forgotten row.
+  CompletedProcess shown = Ctl(db, stripe, {"show", sales[0]});
+  CHECK(shown.out.find("(forgotten ") != std::string::npos);
+  CHECK(shown.out.find("Lovelace") == std::string::npos);
+  CHECK(shown.out.find("sold") != std::string::npos);
+  Reply page = Request(shop.gateway.base(), "GET", "/v1/checkout/success?session_id=" + sales[0]);
+  CHECK(page.status == 303);
+  CHECK(KeptContact(db, sales[0]).empty());
+
+  // A sale forgotten before its details arrived: its webhook keeps nothing.
+  auto [late_reservation, late_session] = Bought(shop, {"p6"});
+  CompletedProcess early =
+      Ctl(db, stripe, {"contacts", "forget", "--session", late_session, "--reason", "asked early"});
+  CHECK(early.out == "forgot the buyer details of 0 sale(s); marked " + late_session +
+                         " forgotten before its details arrived\n");
+  PayAs(shop, late_session, kBuyer);
+  REQUIRE(Eventually([&, r = late_reservation] { return State(db, r) == "sold"; }));
+  WebhooksSettled(shop);
+  CHECK(forgotten(late_session));
+  CHECK(KeptContact(db, late_session).empty());
+
+  // A retention policy: only details recorded longer ago than the duration.
+  db.Exec(
+      "UPDATE sale_contacts SET recorded_at = now() - interval '200 days' "
+      "WHERE session_id = '" +
+      sales[2] + "'");
+  json retained =
+      Ctl(db, stripe,
+          {"contacts", "forget", "--older-than", "26w", "--reason", "retention", "--json"})
+          .Json();
+  CHECK(retained["forgotten"] == 1);
+  CHECK(retained["selector"] == "older_than");
+  CHECK(forgotten(sales[2]));
+
+  const std::string log = shop.gateway.process().Log();
+  for (const char* personal : {"ada@example.com", "grace@example.com", "Hauptstrasse"}) {
+    CHECK_MESSAGE(log.find(personal) == std::string::npos, personal);
+  }
+  CheckInvariants(db);
+}

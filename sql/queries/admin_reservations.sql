@@ -33,7 +33,8 @@ SELECT r.id, r.state, r.released_reason, paintlock_hold_condition(r.id) AS condi
                                  'shipping_name', k.shipping_name, 'line1', k.line1,
                                  'line2', k.line2, 'city', k.city, 'postal_code', k.postal_code,
                                  'state', k.state, 'country', k.country,
-                                 'recorded_at', paintlock_admin_time(k.recorded_at))
+                                 'recorded_at', paintlock_admin_time(k.recorded_at),
+                                 'forgotten_at', paintlock_admin_time(k.forgotten_at))
           FROM sale_contacts k WHERE k.session_id = r.stripe_session_id)::text AS buyer_contact
   FROM reservations r
  WHERE r.id = $2::uuid

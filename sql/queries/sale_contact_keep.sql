@@ -1,7 +1,8 @@
 -- $1 session id, then (each NULL when Stripe gave none) $2 name, $3 email,
 -- $4 phone, $5 shipping name, $6 line1, $7 line2, $8 city, $9 postal code,
 -- $10 state, $11 country: a completed session's buyer details. A field
--- already kept is overwritten only by a given value, never by NULL.
+-- already kept is overwritten only by a given value, never by NULL; a
+-- forgotten row (sql/migrations/0017) is left as it is.
 INSERT INTO sale_contacts AS c (session_id, name, email, phone, shipping_name, line1, line2,
                                 city, postal_code, state, country)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
@@ -17,3 +18,4 @@ ON CONFLICT (session_id) DO UPDATE
        state = coalesce(EXCLUDED.state, c.state),
        country = coalesce(EXCLUDED.country, c.country),
        updated_at = now()
+ WHERE c.forgotten_at IS NULL
