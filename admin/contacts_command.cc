@@ -1,11 +1,10 @@
 // paintlockctl contacts forget: a buyer's details (name, email, phone,
 // shipping address) blanked for good: an erasure request, or a retention
 // policy from cron (locks/sale_contacts.h; sql/migrations/0017).
-#include <regex>
-
 #include "admin/commands.h"
 #include "admin/duration.h"
 #include "locks/sale_contacts.h"
+#include "stripe/client.h"
 
 namespace paintlock::admin {
 
@@ -49,8 +48,7 @@ int Forget(CommandContext& ctx) {
     ++chosen;
   }
   if (auto session = ctx.args().Value("session")) {
-    static const std::regex session_re("^cs_[A-Za-z0-9_]{1,250}$");
-    if (!std::regex_match(*session, session_re)) {
+    if (!stripe::IsCheckoutSessionId(*session)) {
       return ctx.BadUsage("--session must be a Checkout Session id (cs_…)");
     }
     which.session_id = *session;

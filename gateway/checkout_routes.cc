@@ -6,7 +6,6 @@
 // GET /v1/checkout/success?session_id=… — where Stripe sends the buyer:
 // applies what Stripe says of the session (as the webhook will), then sends
 // the buyer to the storefront page that matches what the database now holds.
-#include <regex>
 
 #include "base/log.h"
 #include "gateway/http_errors.h"
@@ -15,6 +14,7 @@
 #include "gateway/request_parsing.h"
 #include "gateway/routes.h"
 #include "gateway/storefront_routes.h"
+#include "stripe/client.h"
 
 namespace paintlock::gateway {
 
@@ -70,9 +70,8 @@ void StartCheckout(const Api& api, const httplib::Request& req, httplib::Respons
 }
 
 void CheckoutSuccess(const Api& api, const httplib::Request& req, httplib::Response& res) {
-  static const std::regex session_re("^cs_[A-Za-z0-9_]{1,250}$");
   const std::string session_id = req.get_param_value("session_id");
-  if (!std::regex_match(session_id, session_re)) {
+  if (!stripe::IsCheckoutSessionId(session_id)) {
     return WriteError(
         res, InvalidRequest("session_id must be a Checkout Session id (cs_…).", "session_id"));
   }

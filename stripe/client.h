@@ -11,9 +11,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "base/text.h"
 #include "stripe/checkout_collection.h"
 
 namespace paintlock::stripe {
@@ -59,6 +61,13 @@ struct BuyerDetails {
            shipping_address.line1.empty() && shipping_address.country.empty();
   }
 };
+
+// A Checkout Session id as paintlock accepts one from outside (a success-page
+// query, an operator's command line): cs_ and 1-250 letters, digits or '_'
+// (the sale_contacts CHECK in sql/migrations/0016 says the same).
+inline bool IsCheckoutSessionId(std::string_view id) {
+  return id.size() > 3 && id.substr(0, 3) == "cs_" && base::IsToken(id.substr(3), 1, 250, "_", "_");
+}
 
 struct CheckoutSession {
   std::string id;              // cs_...
