@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "base/ids.h"
 #include "base/log.h"
@@ -36,6 +38,8 @@ struct DetachSlot {
   std::shared_ptr<PushStream> stream;
 };
 thread_local DetachSlot* t_detach = nullptr;
+
+std::atomic<void (*)()> g_hand_back_hook{nullptr};  // SetHandBackHookForTesting
 
 const char* Reason(int status) {
   switch (status) {
@@ -220,15 +224,22 @@ void DetachResponse(std::shared_ptr<PushStream> stream) {
 
 // Invariants: a Conn is owned by `conns_` and touched by the reactor only,
 // except while it is kInWorker, when exactly one worker uses its fd and its
-// Job, and the reactor reads nothing of it but `state` and `returned`.
+// Job, and the reactor touches nothing of it but `state`, `hand_back` and
+// `muted` (its own), and its fd in epoll.
 // A worker ends its turn in one of two ways. Usually it posts a Message to
 // the reactor (through the eventfd). A keep-alive connection with no
 // pipelined bytes it hands back itself, sparing the reactor a wake-up and the
 // eventfd a write per request: it readies the Conn for the next request, puts
-// the fd back in epoll, sets `returned` (release), and then touches it no
-// more. The reactor takes such a Conn back (kReading) when `returned` reads
-// true (acquire): at the connection's next event, or at the next sweep, so
-// idle and request deadlines still hold.
+// the fd back in epoll, swaps `hand_back` to kHandedBack (release), and then
+// touches it no more. The reactor takes such a Conn back (kReading) when
+// `hand_back` reads kHandedBack (acquire): at the connection's next event, or
+// at the next sweep, so idle and request deadlines still hold.
+// An event can come between the worker's epoll add and its swap (the client
+// was quick with its next request). epoll is level-triggered, so ignoring it
+// would make the reactor spin until the worker swaps. Instead the reactor
+// mutes the connection: takes its fd out of epoll and swaps `hand_back` from
+// kWorking to kMuted. The worker, finding kMuted in its swap, wakes the
+// reactor, which takes the connection back and puts its fd in epoll again.
 class EdgeServer::Core {
  public:
   Core(EdgeServer& server, EdgeOptions options) : server_(server), options_(std::move(options)) {
@@ -304,6 +315,11 @@ class EdgeServer::Core {
     return open_;
   }
 
+  ReactorCounters Counters() const {
+    return {events_in_worker_.load(std::memory_order_relaxed),
+            turns_.load(std::memory_order_relaxed)};
+  }
+
   // Stops accepting work and waits until every connection is closed; then
   // stops the threads. Idempotent.
   void Drain() {
@@ -325,6 +341,13 @@ class EdgeServer::Core {
   }
 
  private:
+  // Conn::hand_back. The worker swaps kWorking or kMuted to kHandedBack; the
+  // reactor swaps kWorking to kMuted, and kHandedBack to kWorking when it
+  // takes the connection back.
+  static constexpr int kWorking = 0;
+  static constexpr int kHandedBack = 1;
+  static constexpr int kMuted = 2;
+
   struct Conn {
     explicit Conn(const EdgeOptions& o)
         : framer(FramerLimits{o.max_header_bytes, o.max_body_bytes}) {}
@@ -337,11 +360,12 @@ class EdgeServer::Core {
     Clock::time_point idle_since, request_started, linger_until, out_since;
     bool continue_sent = false;
     bool peer_closed = false;
-    std::string out;                    // bytes still to send (an error answer, push chunks)
-    bool close_after_out = false;       // after `out`: linger (errors) or close (push end)
-    std::shared_ptr<PushStream> push;   // kPushing
-    std::uint32_t events = 0;           // what epoll watches now (0: not registered)
-    std::atomic<bool> returned{false};  // kInWorker: handed back by its worker (see above)
+    std::string out;                       // bytes still to send (an error answer, push chunks)
+    bool close_after_out = false;          // after `out`: linger (errors) or close (push end)
+    std::shared_ptr<PushStream> push;      // kPushing
+    std::uint32_t events = 0;              // what epoll watches now (0: not registered)
+    std::atomic<int> hand_back{kWorking};  // kInWorker only (see the class comment)
+    bool muted = false;                    // reactor only: out of epoll until taken back
   };
 
   struct Job {
@@ -399,6 +423,7 @@ class EdgeServer::Core {
 
   void Close(Conn* c) {
     Watch(c, 0);
+    if (c->muted) muted_.erase(std::find(muted_.begin(), muted_.end(), c));  // never dangles
     ::close(c->fd);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -542,6 +567,10 @@ class EdgeServer::Core {
 
   void OnEvent(Conn* c, std::uint32_t events) {
     TakeBack(c);
+    if (c->state == Conn::State::kInWorker) {
+      events_in_worker_.fetch_add(1, std::memory_order_relaxed);
+      Mute(c);
+    }
     switch (c->state) {
       case Conn::State::kInWorker:
         return;
@@ -643,6 +672,10 @@ class EdgeServer::Core {
           Returned(m);
         }
       }
+      // Muted connections whose workers have handed them back since (they
+      // woke us): into epoll again.
+      for (std::size_t i = muted_.size(); i-- > 0;) TakeBack(muted_[i]);
+      turns_.fetch_add(1, std::memory_order_relaxed);
       bool draining;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -688,22 +721,46 @@ class EdgeServer::Core {
     epoll_event ev{};
     ev.events = c->events;
     ev.data.ptr = c;
-    // Into epoll first, then `returned`: once `returned` is set the reactor
-    // may close and free `c`, so nothing may touch it after. An event before
-    // the store finds the Conn still kInWorker and is ignored; epoll is
-    // level-triggered, so it comes again. Should the add fail, the sweep still
-    // takes the connection back and its idle deadline closes it.
+    // Into epoll first, then the swap: once it is done the reactor may close
+    // and free `c`, so nothing may touch it after. An event before the swap
+    // mutes the connection (see the class comment); the reactor then waits
+    // for our wake-up. Should the add fail, the sweep still takes the
+    // connection back and its idle deadline closes it.
     epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev);
-    c->returned.store(true, std::memory_order_release);
+    if (auto hook = g_hand_back_hook.load(std::memory_order_acquire)) hook();
+    if (c->hand_back.exchange(kHandedBack, std::memory_order_acq_rel) == kMuted) Wake();
     return true;
   }
 
   // On the reactor: a kInWorker connection its worker handed back becomes
-  // kReading.
-  static void TakeBack(Conn* c) {
-    if (c->state == Conn::State::kInWorker &&
-        c->returned.exchange(false, std::memory_order_acquire)) {
-      c->state = Conn::State::kReading;
+  // kReading, and goes back into epoll if it was muted.
+  void TakeBack(Conn* c) {
+    if (c->state != Conn::State::kInWorker ||
+        c->hand_back.load(std::memory_order_acquire) != kHandedBack) {
+      return;
+    }
+    c->hand_back.store(kWorking, std::memory_order_relaxed);
+    c->state = Conn::State::kReading;
+    if (!c->muted) return;
+    c->muted = false;
+    muted_.erase(std::find(muted_.begin(), muted_.end(), c));
+    epoll_event ev{};
+    ev.events = c->events;
+    ev.data.ptr = c;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev);
+  }
+
+  // On the reactor: an event for a connection its worker is still handing
+  // back (see the class comment). Out of epoll, then kMuted; if the worker
+  // swapped first, the connection is taken back at once.
+  void Mute(Conn* c) {
+    if (c->muted) return;
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
+    c->muted = true;
+    muted_.push_back(c);
+    int expected = kWorking;
+    if (!c->hand_back.compare_exchange_strong(expected, kMuted, std::memory_order_acq_rel)) {
+      TakeBack(c);
     }
   }
 
@@ -763,6 +820,11 @@ class EdgeServer::Core {
 
   // Reactor thread only.
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
+  std::vector<Conn*> muted_;  // kInWorker connections taken out of epoll (Mute)
+
+  // Written by the reactor, read by tests (ReactorCounters).
+  std::atomic<std::uint64_t> events_in_worker_{0};
+  std::atomic<std::uint64_t> turns_{0};
 
   mutable std::mutex mu_;
   int open_ = 0;                                      // guarded by mu_
@@ -817,5 +879,11 @@ bool EdgeServer::ServeOne(httplib::Stream& stream, bool close_connection, bool* 
 void EdgeServer::WakePushStreams() { core_->WakePush(); }
 
 int EdgeServer::OpenConnections() const { return core_->Open(); }
+
+ReactorCounters EdgeServer::Counters() const { return core_->Counters(); }
+
+void SetHandBackHookForTesting(void (*hook)()) {
+  g_hand_back_hook.store(hook, std::memory_order_release);
+}
 
 }  // namespace paintlock::gateway::edge

@@ -37,6 +37,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,6 +79,15 @@ bool CanDetachResponse();
 // false (httplib stops writing). Outside an EdgeServer worker: no effect.
 void DetachResponse(std::shared_ptr<PushStream> stream);
 
+struct ReactorCounters {
+  std::uint64_t events_in_worker = 0;  // events for a connection its worker still held
+  std::uint64_t turns = 0;             // passes of the reactor's loop
+};
+
+// Tests only: a worker calls `hook` between putting a keep-alive connection
+// back in epoll and handing it to the reactor. Set it before any server runs.
+void SetHandBackHookForTesting(void (*hook)());
+
 class EdgeServer : public base::WideBacklogServer {
  public:
   explicit EdgeServer(EdgeOptions options);
@@ -90,6 +100,9 @@ class EdgeServer : public base::WideBacklogServer {
 
   // Connections open now (all states).
   int OpenConnections() const;
+
+  // How the reactor has run, for tests.
+  ReactorCounters Counters() const;
 
   class Core;  // the reactor and the workers (edge_server.cc)
 
