@@ -21,6 +21,7 @@ again. The sales stay: what was sold, when, for how much, and the Stripe ids.
 Choose exactly one:
   --email ADDRESS         every sale of that buyer (any letter case): an erasure request
   --session cs_…          one sale; forgotten even if its details have not arrived yet
+                          (a session paintlock never created is refused: exit 1)
   --older-than DURATION   every sale whose details were recorded longer ago (30d, 26w):
                           a retention policy, e.g. from cron once you have shipped
 Audited with the reason and the number of sales, never with the email or an
@@ -78,9 +79,15 @@ int Forget(CommandContext& ctx) {
   if (ctx.json()) {
     ctx.PrintJson({{"dry_run", dry_run},
                    {"selector", which.name()},
+                   {"known", count.known},
                    {"forgotten", count.forgotten},
                    {"tombstones", count.tombstones}});
-    return kExitOk;
+    return count.known ? kExitOk : kExitFailed;
+  }
+  if (!count.known) {
+    ctx.err() << "paintlockctl: no reservation, audit line or Stripe event has session "
+              << *which.session_id << "; nothing was changed (check the id)\n";
+    return kExitFailed;
   }
   std::string line = std::string(dry_run ? "dry run: would forget" : "forgot") +
                      " the buyer details of " + std::to_string(count.forgotten) + " sale(s)";

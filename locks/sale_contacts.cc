@@ -23,7 +23,8 @@ DbResult<ForgetCount> SaleContactStore::Forget(const ContactSelector& which,
     pqxx::work w(conn);
     const pqxx::row row = Exec1(w, "sale_contacts_forget", which.session_id, which.email,
                                 which.older_than_seconds, actor, reason, which.name());
-    ForgetCount count{row["forgotten"].as<long long>(), row["tombstones"].as<long long>()};
+    ForgetCount count{row["forgotten"].as<long long>(), row["tombstones"].as<long long>(),
+                      row["known"].as<bool>()};
     if (dry_run) {
       w.abort();
     } else {

@@ -35,6 +35,7 @@ struct ContactSelector {
 struct ForgetCount {
   long long forgotten = 0;   // sales whose details were blanked
   long long tombstones = 0;  // sessions marked forgotten before any details were kept
+  bool known = true;         // false: a session id paintlock never saw; nothing changed
 };
 
 class SaleContactStore {

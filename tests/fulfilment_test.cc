@@ -300,6 +300,20 @@ TEST_CASE("fulfilment: contacts forget blanks a buyer's details for good, and au
   CHECK(forgotten(late_session));
   CHECK(KeptContact(db, late_session).empty());
 
+  // A session id paintlock never saw (a typo) changes nothing: no tombstone,
+  // no audit line, exit 1 and a line that says so.
+  const std::string typo = late_session + "x";
+  const std::string audits_before = audits();
+  CompletedProcess unknown =
+      Ctl(db, stripe, {"contacts", "forget", "--session", typo, "--reason", "typo"});
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.find("no reservation, audit line or Stripe event has session " + typo) !=
+        std::string::npos);
+  CHECK(unknown.out.empty());
+  CHECK(KeptContact(db, typo).empty());
+  CHECK(db.Scalar("SELECT count(*) FROM sale_contacts WHERE session_id = '" + typo + "'") == "0");
+  CHECK(audits() == audits_before);
+
   // A retention policy: only details recorded longer ago than the duration.
   db.Exec(
       "UPDATE sale_contacts SET recorded_at = now() - interval '200 days' "
