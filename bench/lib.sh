@@ -87,6 +87,51 @@ bench_switches() {
 # The process's peak resident set (VmHWM), in kB.
 bench_peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 
+# CPU ticks PostgreSQL has used so far: the postmaster and every live child
+# (backends, background workers), plus what its ended children used (its
+# cutime + cstime: a backend that ends is reaped by the postmaster).
+bench_pg_cpu_ticks() {
+  local pm child
+  pm=$(head -1 "$bench_build/pg/cluster/data/postmaster.pid")
+  {
+    awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat"
+    for child in $(pgrep -P "$pm"); do awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null; done
+  } | awk '{n += $1} END {print n + 0}'
+}
+
+# CPU ticks the whole machine has been busy so far (every core; idle and
+# iowait excluded).
+bench_busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
+
+# bench_timed OUT-FILE COMMAND...: runs COMMAND and writes the CPU ticks it
+# and its children used (user + system, from the shell's `times`) to OUT-FILE.
+bench_timed() {
+  local out=$1
+  shift
+  (
+    "$@"
+    times >"$out.times"  # not in a pipe: a piped builtin runs in a fork with no children
+    awk -v hz="$(getconf CLK_TCK)" 'NR == 2 {
+      split($1, u, /[ms]/); split($2, s, /[ms]/)
+      printf "%.0f\n", ((u[1] * 60 + u[2]) + (s[1] * 60 + s[2])) * hz }' "$out.times" >"$out"
+  )
+}
+
+# bench_cpu_json JSON ITERATIONS-KEY CLIENT-TICKS PG-BEFORE PG-AFTER BUSY-BEFORE
+# BUSY-AFTER: adds client_cpu_us (the load generator or pgbench), db_cpu_us
+# (PostgreSQL) and machine_cpu_us (every core, everything) per iteration.
+bench_cpu_json() {
+  python3 -c 'import json, sys, os
+r = json.loads(sys.argv[1])
+n = max(r[sys.argv[2]], 1)
+us = 1e6 / os.sysconf("SC_CLK_TCK") / n
+client, pg0, pg1, busy0, busy1 = (int(x) for x in sys.argv[3:8])
+r["client_cpu_us"] = client * us
+r["db_cpu_us"] = (pg1 - pg0) * us
+r["machine_cpu_us"] = (busy1 - busy0) * us
+print(json.dumps(r))' "$@"
+}
+
 # bench_gateway_phase PID LOAD-ARGS...: runs bench/load_main.cc against the
 # gateway PID serves, and adds to its JSON the gateway's CPU µs per iteration
 # (utime + stime over the phase, from /proc) and its threads' context
@@ -94,19 +139,28 @@ bench_peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 bench_gateway_phase() {
   local pid=$1
   shift
-  local before after switches_before switches_after out
+  local before after switches_before switches_after out pg_before busy_before
   switches_before=$(bench_switches "$pid")
   before=$(bench_cpu_ticks "$pid")
-  out=$("$bench_build/load" --url "$gateway_url" --api-key "$bench_api_key" \
-    --clients "$bench_clients" --seconds "$bench_seconds" "$@")
+  pg_before=$(bench_pg_cpu_ticks)
+  busy_before=$(bench_busy_ticks)
+  bench_timed "$bench_work/load.ticks" "$bench_build/load" --url "$gateway_url" \
+    --api-key "$bench_api_key" --clients "$bench_clients" --seconds "$bench_seconds" "$@" \
+    >"$bench_work/load.json"
+  local busy_after pg_after
+  busy_after=$(bench_busy_ticks)
+  pg_after=$(bench_pg_cpu_ticks)
   after=$(bench_cpu_ticks "$pid")
   switches_after=$(bench_switches "$pid")
-  python3 -c 'import json, sys, os
+  out=$(python3 -c 'import json, sys, os
 r = json.loads(sys.argv[1])
 ticks = int(sys.argv[3]) - int(sys.argv[2])
 r["gateway_cpu_us"] = 1e6 * ticks / os.sysconf("SC_CLK_TCK") / max(r["iterations"], 1)
 r["gateway_switches"] = (int(sys.argv[5]) - int(sys.argv[4])) / max(r["iterations"], 1)
-print(json.dumps(r))' "$out" "$before" "$after" "$switches_before" "$switches_after"
+print(json.dumps(r))' "$(cat "$bench_work/load.json")" "$before" "$after" "$switches_before" \
+    "$switches_after")
+  bench_cpu_json "$out" iterations "$(cat "$bench_work/load.ticks")" "$pg_before" "$pg_after" \
+    "$busy_before" "$busy_after"
 }
 
 # bench_pgbench_phase DB_URL SCRIPT [PGBENCH-ARGS...]: pgbench -M prepared
@@ -117,9 +171,14 @@ bench_pgbench_phase() {
   local db=$1 script=$2
   shift 2
   rm -f "$bench_work"/pgbench_log.*
-  (cd "$bench_work" && pgbench -n -M "${BENCH_PGBENCH_PROTOCOL:-prepared}" -c "$bench_clients" -j 2 -T "$bench_seconds" \
-    -f "$script" -l --log-prefix=pgbench_log "$@" "$db" >pgbench.out 2>&1) ||
-    { cat "$bench_work/pgbench.out" >&2; exit 1; }
+  local pg_before busy_before pg_after busy_after
+  pg_before=$(bench_pg_cpu_ticks)
+  busy_before=$(bench_busy_ticks)
+  (cd "$bench_work" && bench_timed pgbench.ticks pgbench -n -M "${BENCH_PGBENCH_PROTOCOL:-prepared}" \
+    -c "$bench_clients" -j 2 -T "$bench_seconds" -f "$script" -l --log-prefix=pgbench_log "$@" \
+    "$db" >pgbench.out 2>&1) || { cat "$bench_work/pgbench.out" >&2; exit 1; }
+  busy_after=$(bench_busy_ticks)
+  pg_after=$(bench_pg_cpu_ticks)
   local tps failed
   tps=$(awk '/^tps = / {print $3; exit}' "$bench_work/pgbench.out")
   failed=$(awk '/^number of failed transactions: / {print $5; exit}' "$bench_work/pgbench.out")
@@ -129,7 +188,9 @@ bench_pgbench_phase() {
   n=$(wc -l <"$bench_work/lat.txt")
   p50=$(awk -v n="$n" 'NR == int(n * 0.50) + 1 {printf "%.3f", $1 / 1000; exit}' "$bench_work/lat.txt")
   p99=$(awk -v n="$n" 'NR == int(n * 0.99) + 1 {printf "%.3f", $1 / 1000; exit}' "$bench_work/lat.txt")
-  echo "{\"tps\": $tps, \"p50_ms\": ${p50:-0}, \"p99_ms\": ${p99:-0}, \"transactions\": $n, \"failed\": ${failed:-0}}"
+  bench_cpu_json "{\"tps\": $tps, \"p50_ms\": ${p50:-0}, \"p99_ms\": ${p99:-0}, \"transactions\": $n, \"failed\": ${failed:-0}}" \
+    transactions "$(cat "$bench_work/pgbench.ticks")" "$pg_before" "$pg_after" "$busy_before" \
+    "$busy_after"
 }
 
 # bench_statement SQL_FILE SED-ARGS...: a gateway statement from sql/queries/

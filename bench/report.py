@@ -75,6 +75,34 @@ for name, per_iteration, g, p, rss in workloads:
         f"**{ratio(mean(g, 'p99_ms'), mean(p, 'p99_ms')):.2f}** | {cpu:.0f} | {switches:.1f} | {rss / 1024:.1f} | "
         f"{sum(x['errors'] for x in g)} |")
 
+# Where the machine's CPU went, per request, on each side. When the cores are
+# saturated, throughput is about (cores × 1 s) / machine CPU per request, so
+# the ratio of the two sides' machine CPU predicts the tps ratio.
+has_cpu = all("machine_cpu_us" in x for w in workloads for x in w[2] + w[3])
+if has_cpu:
+    lines += [
+        "", "### Where the CPU went (µs per unit of work, the mean of the rounds)", "",
+        "A unit of work is one gateway iteration and one pgbench transaction (for credit "
+        "hold + commit: two requests, one transaction of both statements).", "",
+        "Gateway side: the gateway, the load generator (bench/load_main.cc: one blocking "
+        "httplib client thread per connection) and PostgreSQL; pgbench side: pgbench "
+        "(`-j 2`, asynchronous libpq) and PostgreSQL. The machine column is every core's busy "
+        "time over the phase (everything that ran), so it can exceed the sum. Measured from "
+        "/proc: the processes' utime + stime, PostgreSQL's as its postmaster's live children "
+        "plus the ended ones it reaped, the clients' with the shell's `times`.", "",
+        "| workload | gateway | load generator | PostgreSQL (gateway side) | machine (gateway side) "
+        "| pgbench | PostgreSQL (pgbench side) | machine (pgbench side) | **machine CPU ratio** "
+        "pgbench/gateway |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, per_iteration, g, p, rss in workloads:
+        gm, pm = mean(g, "machine_cpu_us"), mean(p, "machine_cpu_us")
+        lines.append(
+            f"| {TITLES.get(name, name)} | {mean(g, 'gateway_cpu_us'):.0f} | "
+            f"{mean(g, 'client_cpu_us'):.0f} | {mean(g, 'db_cpu_us'):.0f} | {gm:.0f} | "
+            f"{mean(p, 'client_cpu_us'):.0f} | {mean(p, 'db_cpu_us'):.0f} | {pm:.0f} | "
+            f"**{ratio(pm, gm):.2f}** |")
+
 by_name = {w[0]: w for w in workloads}
 if "reserve" in by_name and "reserve-sql" in by_name:
     g, p = by_name["reserve"][2], by_name["reserve-sql"][3]

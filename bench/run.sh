@@ -16,8 +16,9 @@
 #   quota-consume       one consume decision for a random subject
 #
 # Prints throughput and p50/p99 with their gateway/pgbench ratios, the
-# gateway's CPU µs per request (utime + stime from /proc over the phase) and
-# its peak RSS (VmHWM), and writes the report to
+# gateway's CPU µs per request (utime + stime from /proc over the phase), its
+# peak RSS (VmHWM) and where the machine's CPU went on each side (the gateway,
+# the load generator or pgbench, PostgreSQL, every core), and writes the report to
 # bench/reports/<UTC date-time>-bench.md (BENCH_REPORT_DIR overrides).
 #
 #   bench/run.sh [BUILD]
