@@ -95,7 +95,11 @@ bench_pg_cpu_ticks() {
   pm=$(head -1 "$bench_build/pg/cluster/data/postmaster.pid")
   {
     awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat"
-    for child in $(pgrep -P "$pm"); do awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null; done
+    # A backend may end between pgrep and the read (its time then moves to the
+    # postmaster's cutime, read above or at the next call): skip it.
+    for child in $(pgrep -P "$pm"); do
+      awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || true
+    done
   } | awk '{n += $1} END {print n + 0}'
 }
 
