@@ -158,6 +158,51 @@ TEST_CASE("a lapsed hold is free again with no sweep having run") {
   CheckInvariants(db);
 }
 
+TEST_CASE(
+    "a take-over finds the lapsed holder by its id, not by scanning every live hold, when the "
+    "statistics are stale") {
+  TestDatabase db;
+  // A catalogue and a long history, analysed; then a launch: many live holds
+  // the statistics do not know of.
+  db.Exec(
+      "INSERT INTO paintings (id, title, price_minor, currency) "
+      "SELECT 'h' || i, 'Painting h' || i, 1000, 'eur' FROM generate_series(1, 20000) i");
+  db.Exec(
+      "INSERT INTO reservations (id, held_until, amount_minor, currency, state, released_reason) "
+      "SELECT gen_random_uuid(), now() - interval '1 day', 1000, 'eur', 'released', 'lapsed' "
+      "FROM generate_series(1, 20000)");
+  db.Exec("ANALYZE");
+  db.Exec(
+      "INSERT INTO reservations (id, held_until, amount_minor, currency) "
+      "SELECT gen_random_uuid(), now() + interval '1 hour', 1000, 'eur' "
+      "FROM generate_series(1, 500)");
+  // p2 and p3 held by a hold that has lapsed.
+  const std::string lapsed = db.Scalar(
+      "SELECT reservation_id FROM paintlock_reserve_on_sale(ARRAY['p2', 'p3'], "
+      "interval '60 seconds', NULL, NULL, NULL) WHERE outcome = 'granted'");
+  REQUIRE_FALSE(lapsed.empty());
+  db.Exec("UPDATE painting_locks SET held_until = now() - interval '1 second' WHERE holder = '" +
+          lapsed + "'");
+  db.Exec("UPDATE reservations SET held_until = now() - interval '1 second' WHERE id = '" + lapsed +
+          "'");
+
+  // One implicit transaction: the reserve, then its own index-scan counts.
+  const pqxx::result r = db.Exec(
+      "SELECT outcome FROM paintlock_reserve_on_sale(ARRAY['p3'], interval '60 seconds', NULL, "
+      "NULL, NULL); "
+      "SELECT pg_stat_get_xact_numscans('reservations_live'::regclass) AS live, "
+      "       pg_stat_get_xact_numscans('reservations_unsettled'::regclass) AS unsettled, "
+      "       pg_stat_get_xact_numscans('reservations_pkey'::regclass) AS by_id");
+  CHECK(r[0]["live"].as<long>() == 0);
+  CHECK(r[0]["unsettled"].as<long>() == 0);
+  CHECK(r[0]["by_id"].as<long>() > 0);
+  CHECK(db.Scalar("SELECT state || ' ' || released_reason FROM reservations WHERE id = '" + lapsed +
+                  "'") == "released lapsed");
+  CHECK(db.Scalar("SELECT count(*) FROM painting_locks l JOIN reservations r ON r.id = l.holder "
+                  "WHERE l.painting_id = 'p3' AND r.state = 'held'") == "1");
+  CheckInvariants(db);
+}
+
 TEST_CASE("a reservation reports its state and can be released once") {
   TestDatabase db;
   FakeStripe stripe;
