@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/form.h"
+#include "base/log.h"
 
 namespace paintlock::stripe {
 namespace {
@@ -233,12 +234,16 @@ class StdoutCapture {
     int fd = ::mkstemp(path);
     REQUIRE(fd >= 0);
     path_ = path;
+    paintlock::base::FlushLog();  // earlier lines stay out of the capture
     std::fflush(stdout);
     saved_ = ::dup(1);
     ::dup2(fd, 1);
     ::close(fd);
   }
   std::string Finish() {
+    // Log lines are written by the logger's own thread: wait for them, or a
+    // line logged just before may reach the real stdout after the restore.
+    paintlock::base::FlushLog();
     std::fflush(stdout);
     ::dup2(saved_, 1);
     ::close(saved_);
