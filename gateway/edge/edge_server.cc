@@ -423,7 +423,6 @@ class EdgeServer::Core {
 
   void Close(Conn* c) {
     Watch(c, 0);
-    if (c->muted) muted_.erase(std::find(muted_.begin(), muted_.end(), c));  // never dangles
     ::close(c->fd);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -718,15 +717,12 @@ class EdgeServer::Core {
     if (m.kind != Message::kKeepAlive || !c->in.empty() || c->peer_closed) return false;
     ReadyForNextRequest(c);
     c->events = EPOLLIN | EPOLLRDHUP;
-    epoll_event ev{};
-    ev.events = c->events;
-    ev.data.ptr = c;
     // Into epoll first, then the swap: once it is done the reactor may close
     // and free `c`, so nothing may touch it after. An event before the swap
     // mutes the connection (see the class comment); the reactor then waits
     // for our wake-up. Should the add fail, the sweep still takes the
     // connection back and its idle deadline closes it.
-    epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev);
+    AddToEpoll(c);
     if (auto hook = g_hand_back_hook.load(std::memory_order_acquire)) hook();
     if (c->hand_back.exchange(kHandedBack, std::memory_order_acq_rel) == kMuted) Wake();
     return true;
@@ -744,6 +740,12 @@ class EdgeServer::Core {
     if (!c->muted) return;
     c->muted = false;
     muted_.erase(std::find(muted_.begin(), muted_.end(), c));
+    AddToEpoll(c);
+  }
+
+  // Puts `c`'s fd back in epoll with the events it had (the hand-back's add,
+  // and the re-add after a mute).
+  void AddToEpoll(Conn* c) {
     epoll_event ev{};
     ev.events = c->events;
     ev.data.ptr = c;
