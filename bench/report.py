@@ -84,8 +84,8 @@ if has_cpu:
         "", "### Where the CPU went (µs per unit of work, the mean of the rounds)", "",
         "A unit of work is one gateway iteration and one pgbench transaction (for credit "
         "hold + commit: two requests, one transaction of both statements).", "",
-        "Gateway side: the gateway, the load generator (bench/load_main.cc: one blocking "
-        "httplib client thread per connection) and PostgreSQL; pgbench side: pgbench "
+        "Gateway side: the gateway, the load generator (bench/load_main.cc: 2 threads "
+        "multiplexing the connections over epoll) and PostgreSQL; pgbench side: pgbench "
         "(`-j 2`, asynchronous libpq) and PostgreSQL. The machine column is every core's busy "
         "time over the phase (everything that ran), so it can exceed the sum. Measured from "
         "/proc: the processes' utime + stime, PostgreSQL's as its postmaster's live children "
