@@ -52,18 +52,18 @@ TEST_CASE("The load generator refuses answers it cannot frame") {
   CHECK(ParseResponse("HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n", &r) == ParseResult::kBad);
   CHECK(ParseResponse("SSH-2.0-OpenSSH\r\n\r\n", &r) == ParseResult::kBad);
   CHECK(ParseResponse("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", &r) == ParseResult::kBad);
-  CHECK(ParseResponse("HTTP/1.1 200 OK\r\nX: " + std::string(70000, 'a'), &r) ==
-        ParseResult::kBad);
+  CHECK(ParseResponse("HTTP/1.1 200 OK\r\nX: " + std::string(70000, 'a'), &r) == ParseResult::kBad);
 }
 
 TEST_CASE("The load generator refuses a URL without a port") {
   LoadOptions o;
   o.url = "http://127.0.0.1";
   o.seconds = 1;
-  const Workload none{[](int) { return Request{"/", ""}; },
-                      [](int, const Answer&) -> std::variant<Outcome, Request> {
-                        return Outcome::kOk;
-                      }};
+  const Workload none{
+      [](int) {
+        return Request{"/", ""};
+      },
+      [](int, const Answer&) -> std::variant<Outcome, Request> { return Outcome::kOk; }};
   CHECK_THROWS_AS(RunLoad(o, none), std::runtime_error);
 }
 
@@ -100,7 +100,9 @@ struct TwoStepServer {
 };
 
 Workload TwoSteps() {
-  return {[](int key) { return Request{"/first", std::to_string(key)}; },
+  return {[](int key) {
+            return Request{"/first", std::to_string(key)};
+          },
           [](int step, const Answer& a) -> std::variant<Outcome, Request> {
             if (step == 1) return a.status == 200 ? Outcome::kOk : Outcome::kError;
             if (a.status != 201) return Outcome::kError;
