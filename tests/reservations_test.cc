@@ -253,6 +253,47 @@ TEST_CASE(
   CheckInvariants(db);
 }
 
+TEST_CASE(
+    "a reserve planned while the shop had no reservations does not scan them all once it has "
+    "many") {
+  TestDatabase db;
+  db.Exec(
+      "INSERT INTO paintings (id, title, price_minor, currency) "
+      "SELECT 'h' || i, 'Painting h' || i, 1000, 'eur' FROM generate_series(1, 3000) i");
+  db.Exec("VACUUM ANALYZE reservations");
+  db.Exec("VACUUM ANALYZE reservation_items");
+  // One connection: one backend, whose plans for the reserve are kept.
+  pqxx::connection session(db.url());
+  auto reserve = [&](const std::string& painting) {
+    pqxx::nontransaction n(session);
+    return n.exec("SELECT outcome FROM paintlock_reserve_on_sale(ARRAY['" + painting +
+                  "'], interval '60 seconds', NULL, NULL, NULL); "
+                  "SELECT pg_stat_get_xact_numscans('reservations'::regclass) AS reservations_seq, "
+                  "       pg_stat_get_xact_numscans('painting_locks'::regclass) AS locks_seq");
+  };
+  // Enough calls for the plan cache to settle on its plans while empty.
+  for (int i = 1; i <= 8; ++i) REQUIRE(reserve("h" + std::to_string(i)).size() == 1);
+  // The shop gets busy: 2,000 holds the statistics do not know of.
+  db.Exec(
+      "WITH r AS (INSERT INTO reservations (id, held_until, amount_minor, currency) "
+      "           SELECT gen_random_uuid(), now() + interval '1 hour', 1000, 'eur' "
+      "             FROM generate_series(1, 2000) RETURNING id), "
+      "     n AS (SELECT id, 'h' || (100 + row_number() OVER ()) AS painting FROM r), "
+      "     i AS (INSERT INTO reservation_items (reservation_id, painting_id, fence, price_minor) "
+      "           SELECT id, painting, 1, 1000 FROM n RETURNING 1) "
+      "UPDATE painting_locks l SET holder = n.id, held_until = now() + interval '1 hour', "
+      "       fence = 1 FROM n WHERE l.painting_id = n.painting");
+  for (const std::string painting : {"h20", "h150"}) {  // free, and held by one of them
+    const pqxx::result scans = reserve(painting);
+    CHECK(scans[0]["reservations_seq"].as<long>() == 0);
+    CHECK(scans[0]["locks_seq"].as<long>() == 0);
+  }
+  CHECK(db.Scalar("SELECT count(*) FROM painting_locks l JOIN reservations r ON r.id = l.holder "
+                  "WHERE l.painting_id = 'h20' AND r.buyer_ref IS NULL AND r.state = 'held'") ==
+        "1");
+  CheckInvariants(db);
+}
+
 TEST_CASE("a reservation reports its state and can be released once") {
   TestDatabase db;
   FakeStripe stripe;
