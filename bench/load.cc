@@ -288,21 +288,28 @@ class Loop {
   std::vector<std::unique_ptr<Client>> clients_;
 };
 
-// The value of header `name` (lowercase) in `head`, or empty.
-std::string_view HeaderValue(std::string_view head, std::string_view name) {
-  std::size_t line = head.find("\r\n");
+// The three headers the reader needs, from one pass over the head's lines.
+struct Framing {
+  std::string_view content_length, transfer_encoding, connection;
+};
+
+Framing FramingOf(std::string_view head) {
+  Framing f;
+  std::size_t line = head.find("\r\n");  // past the status line
   while (line != std::string_view::npos && line + 2 < head.size()) {
     const std::size_t start = line + 2;
     const std::size_t end = std::min(head.find("\r\n", start), head.size());
     const std::string_view field = head.substr(start, end - start);
-    const std::size_t colon = field.find(':');
-    if (colon != std::string_view::npos &&
-        base::AsciiLower(base::TrimView(field.substr(0, colon))) == name) {
-      return base::TrimView(field.substr(colon + 1));
+    if (const std::size_t colon = field.find(':'); colon != std::string_view::npos) {
+      const std::string name = base::AsciiLower(base::TrimView(field.substr(0, colon)));
+      const std::string_view value = base::TrimView(field.substr(colon + 1));
+      if (name == "content-length") f.content_length = value;
+      if (name == "transfer-encoding") f.transfer_encoding = value;
+      if (name == "connection") f.connection = value;
     }
     line = end == head.size() ? std::string_view::npos : end;
   }
-  return {};
+  return f;
 }
 
 }  // namespace
@@ -323,8 +330,9 @@ ParseResult ParseResponse(std::string_view bytes, ParsedResponse* out) {
     if (head[i] < '0' || head[i] > '9') return ParseResult::kBad;
     status = status * 10 + (head[i] - '0');
   }
-  if (!HeaderValue(head, "transfer-encoding").empty()) return ParseResult::kBad;
-  const std::string_view length_text = HeaderValue(head, "content-length");
+  const Framing framing = FramingOf(head);
+  if (!framing.transfer_encoding.empty()) return ParseResult::kBad;
+  const std::string_view length_text = framing.content_length;
   if (length_text.empty() || length_text.size() > 9) return ParseResult::kBad;
   std::size_t length = 0;
   for (const char ch : length_text) {
@@ -335,7 +343,7 @@ ParseResult ParseResponse(std::string_view bytes, ParsedResponse* out) {
   if (bytes.size() - body_start < length) return ParseResult::kNeedMore;
   out->used = body_start + length;
   out->status = status;
-  out->close = base::AsciiLower(HeaderValue(head, "connection")) == "close";
+  out->close = base::AsciiLower(framing.connection) == "close";
   out->body = bytes.substr(body_start, length);
   return ParseResult::kDone;
 }

@@ -27,10 +27,6 @@
 -- checks the behaviour).
 
 ALTER FUNCTION paintlock_reserve(text[], interval, text, uuid, text)
-  SET plan_cache_mode = force_generic_plan;
-ALTER FUNCTION paintlock_reserve(text[], interval, text, uuid, text)
-  SET enable_seqscan = off;
+  SET plan_cache_mode = force_generic_plan SET enable_seqscan = off;
 ALTER FUNCTION paintlock_reserve_on_sale(text[], interval, text, uuid, text)
-  SET plan_cache_mode = force_generic_plan;
-ALTER FUNCTION paintlock_reserve_on_sale(text[], interval, text, uuid, text)
-  SET enable_seqscan = off;
+  SET plan_cache_mode = force_generic_plan SET enable_seqscan = off;
