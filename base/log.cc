@@ -2,103 +2,167 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <spdlog/async.h>
-#include <spdlog/async_logger.h>
-#include <spdlog/details/thread_pool.h>
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace paintlock::base {
 
 namespace {
 
-// Appends lines to a buffer and writes it to stdout in one write(2) when a
-// warning or error arrives, when the buffer is large, or on flush. Called only
-// from spdlog's worker threads (and FlushLog), never from a request thread.
-class StdoutBatchSink final : public spdlog::sinks::base_sink<std::mutex> {
+// The lines waiting for stdout, and the thread that writes them. A request
+// thread only appends its line under a mutex: it never writes and, for an
+// info line, never wakes anyone. The writer wakes every kFlushInterval, or at
+// once for a warning or error, or when kFlushBytes are pending, and puts
+// everything pending on stdout in one write(2).
+//
+// Why not spdlog's asynchronous logger (what this was until stop 27): its
+// queue wakes its worker thread for every line, one more thread switch per
+// request on a 2-core machine (bench/reports/2026-12-04-1530-log-wakeups-ab.md:
+// 3.6 switches a request with it, 2.9-3.0 with this sink). spdlog still
+// builds and filters the lines; this sink only decides when they are written.
+class StdoutBatchSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
  public:
-  // Writes what is pending now, from outside spdlog's workers.
+  StdoutBatchSink() {
+    // The writer never takes a process signal: a process that waits for
+    // SIGTERM with sigwait() must be the one to receive it.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous);
+    std::thread writer([this] { RunWriter(); });
+    pthread_setname_np(writer.native_handle(), "paintlock-log");  // top -H, and the tests
+    writer.detach();
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  }
+
+  // Writes every line appended before the call (the writer's too, if it has
+  // taken them already: write_mu_ keeps the order).
   void WritePending() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    WriteLocked();
+    std::lock_guard<std::mutex> write_lock(write_mu_);
+    WriteTaken(Take());
   }
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    pending_.append(msg.payload.data(), msg.payload.size());
-    pending_.push_back('\n');
-    if (msg.level >= spdlog::level::warn || pending_.size() >= kFlushBytes) WriteLocked();
+    const bool urgent = msg.level >= spdlog::level::warn;
+    bool wake = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (urgent) {
+        // Never dropped; a caller waits while too many are unwritten.
+        room_.wait(lock, [&] { return urgent_pending_ < kMaxUrgentLines; });
+        ++urgent_pending_;
+        wake = true;
+      } else if (pending_.size() + msg.payload.size() + 1 > kMaxPendingBytes) {
+        ++dropped_;  // stdout cannot keep up: the newest info lines go
+        return;
+      } else {
+        wake = pending_.size() < kFlushBytes &&
+               pending_.size() + msg.payload.size() + 1 >= kFlushBytes;
+      }
+      pending_.append(msg.payload.data(), msg.payload.size());
+      pending_.push_back('\n');
+    }
+    if (wake) writer_wake_.notify_one();
   }
-  void flush_() override { WriteLocked(); }
+  void flush_() override { WritePending(); }
 
  private:
   static constexpr std::size_t kFlushBytes = 64 * 1024;
+  static constexpr std::size_t kMaxPendingBytes = 4 * 1024 * 1024;
+  static constexpr int kMaxUrgentLines = 1024;
+  static constexpr auto kFlushInterval = std::chrono::milliseconds(100);
 
-  void WriteLocked() {
-    std::size_t done = 0;
-    while (done < pending_.size()) {
-      ssize_t n = ::write(STDOUT_FILENO, pending_.data() + done, pending_.size() - done);
-      if (n <= 0) break;  // nowhere to log to: drop rather than stall the logger
-      done += static_cast<std::size_t>(n);
+  struct Taken {
+    std::string lines;
+    std::size_t dropped = 0;
+  };
+
+  void RunWriter() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        writer_wake_.wait_for(lock, kFlushInterval, [&] {
+          return urgent_pending_ > 0 || pending_.size() >= kFlushBytes;
+        });
+      }
+      std::lock_guard<std::mutex> write_lock(write_mu_);
+      WriteTaken(Take());
     }
-    pending_.clear();
   }
 
-  std::string pending_;  // guarded by mutex_
+  Taken Take() {
+    Taken t;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      t.lines.swap(pending_);
+      t.dropped = dropped_;
+      dropped_ = 0;
+      urgent_pending_ = 0;
+    }
+    room_.notify_all();
+    return t;
+  }
+
+  // Called with write_mu_ held.
+  static void WriteTaken(const Taken& t) {
+    WriteAll(t.lines);
+    if (t.dropped > 0) {
+      WriteAll(FormatLogLine(LogLevel::kWarn, "log_lines_dropped", {{"lines", t.dropped}}) + "\n");
+    }
+  }
+
+  static void WriteAll(const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(STDOUT_FILENO, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // nowhere to log to: drop rather than stall the writer
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+  std::mutex write_mu_;  // held while taking and writing: lines reach stdout in order
+  std::mutex mu_;
+  std::condition_variable writer_wake_;
+  std::condition_variable room_;  // urgent lines may be appended again
+  std::string pending_;           // guarded by mu_
+  std::size_t dropped_ = 0;       // guarded by mu_
+  int urgent_pending_ = 0;        // guarded by mu_
 };
 
-constexpr auto kFlushInterval = std::chrono::milliseconds(100);
-constexpr std::size_t kInfoQueueLines = 16384;
-constexpr std::size_t kWarnQueueLines = 1024;
-
-// The loggers live for the whole process (leaked on purpose: lines may be
+// The logger lives for the whole process (leaked on purpose: lines may be
 // written while static destructors run).
 struct Loggers {
   std::shared_ptr<StdoutBatchSink> sink = std::make_shared<StdoutBatchSink>();
-  std::shared_ptr<spdlog::details::thread_pool> info_pool =
-      std::make_shared<spdlog::details::thread_pool>(kInfoQueueLines, 1);
-  std::shared_ptr<spdlog::details::thread_pool> warn_pool =
-      std::make_shared<spdlog::details::thread_pool>(kWarnQueueLines, 1);
-  std::shared_ptr<spdlog::async_logger> info = std::make_shared<spdlog::async_logger>(
-      "paintlock.info", sink, info_pool, spdlog::async_overflow_policy::overrun_oldest);
-  std::shared_ptr<spdlog::async_logger> warn = std::make_shared<spdlog::async_logger>(
-      "paintlock.warn", sink, warn_pool, spdlog::async_overflow_policy::block);
-  std::mutex component_mu;
-  std::string component = "paintlock";  // guarded by component_mu
-  std::atomic<std::size_t> reported_drops{0};
+  std::shared_ptr<spdlog::logger> logger = std::make_shared<spdlog::logger>("paintlock", sink);
+  // Read by every line without a lock; names replaced by SetLogComponent
+  // stay in `retired`, since a line being built may still read one.
+  std::atomic<const std::string*> component{new std::string("paintlock")};
+  std::mutex retired_mu;
+  std::vector<std::unique_ptr<const std::string>> retired;  // guarded by retired_mu
 
   Loggers() {
-    for (auto* l : {info.get(), warn.get()}) {
-      l->set_level(spdlog::level::trace);  // filtering happens before a line is built
-      l->flush_on(spdlog::level::off);     // the sink decides when to write
-    }
+    logger->set_level(spdlog::level::trace);  // filtering happens before a line is built
+    logger->flush_on(spdlog::level::off);     // the sink decides when to write
   }
 };
 
 Loggers& L() {
   static Loggers* loggers = [] {
-    // The logger's threads never take a process signal: a process that waits
-    // for SIGTERM with sigwait() must be the one to receive it, whenever the
-    // first line was logged.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &previous);
     auto* l = new Loggers;
-    std::thread([] {
-      for (;;) {
-        std::this_thread::sleep_for(kFlushInterval);
-        L().info->flush();  // posted behind the queued lines: writes them in order
-      }
-    }).detach();
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     std::atexit([] { FlushLog(); });
     return l;
   }();
@@ -158,15 +222,6 @@ bool Reserved(const std::string& key) {
          key == "event";
 }
 
-// Info lines dropped since the last report become one warning.
-void ReportDrops() {
-  const std::size_t dropped = L().info_pool->overrun_counter();
-  std::size_t reported = L().reported_drops.load();
-  if (dropped > reported && L().reported_drops.compare_exchange_strong(reported, dropped)) {
-    Log(LogLevel::kWarn, "log_lines_dropped", {{"lines", dropped - reported}});
-  }
-}
-
 }  // namespace
 
 std::string DescribeException(std::exception_ptr exception) {
@@ -183,10 +238,7 @@ std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann
   nlohmann::json line = nlohmann::json::object();
   line["ts"] = NowUtc();
   line["level"] = LevelName(level);
-  {
-    std::lock_guard<std::mutex> lock(L().component_mu);
-    line["component"] = L().component;
-  }
+  line["component"] = *L().component.load(std::memory_order_acquire);
   if (!t_request_id.empty()) line["request_id"] = t_request_id;
   line["event"] = std::string(event);
   if (fields.is_object()) {
@@ -201,29 +253,16 @@ void Log(LogLevel level, std::string_view event, const nlohmann::json& fields) {
   if (level == LogLevel::kOff) return;
   if (static_cast<int>(level) < g_level.load(std::memory_order_relaxed)) return;
   const std::string text = FormatLogLine(level, event, fields);
-  if (level >= LogLevel::kWarn) {
-    L().warn->log(SpdlogLevel(level), spdlog::string_view_t(text.data(), text.size()));
-  } else {
-    L().info->log(SpdlogLevel(level), spdlog::string_view_t(text.data(), text.size()));
-    if (L().info_pool->overrun_counter() != L().reported_drops.load(std::memory_order_relaxed)) {
-      ReportDrops();
-    }
-  }
+  L().logger->log(SpdlogLevel(level), spdlog::string_view_t(text.data(), text.size()));
 }
 
-void FlushLog() {
-  // Both queues drained means every line logged before this call has reached
-  // the sink (each pool has one worker, which handles its queue in order).
-  for (int i = 0; i < 200; ++i) {
-    if (L().info_pool->queue_size() == 0 && L().warn_pool->queue_size() == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  L().sink->WritePending();
-}
+void FlushLog() { L().sink->WritePending(); }
 
 void SetLogComponent(std::string component) {
-  std::lock_guard<std::mutex> lock(L().component_mu);
-  L().component = std::move(component);
+  const std::string* old =
+      L().component.exchange(new std::string(std::move(component)), std::memory_order_acq_rel);
+  std::lock_guard<std::mutex> lock(L().retired_mu);
+  L().retired.emplace_back(old);
 }
 
 void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }

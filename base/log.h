@@ -8,14 +8,15 @@
 // fields ts, level, component, request_id and event are the logger's own: a
 // caller field with one of those names is written as "field_<name>" instead.
 //
-// Written through spdlog's asynchronous loggers, so no request thread ever
-// waits on stdout: info and debug lines go through a bounded queue that drops
-// the oldest line when stdout cannot keep up (the drops are counted and
-// reported in a warning), and reach stdout within 100 ms, batched into one
-// write(2); warnings and errors go through their own queue that never drops
-// (it blocks instead, and they are rare) and are written at once. FlushLog()
-// and process exit write everything pending. Thread-safe: lines never
-// interleave.
+// Built by spdlog into a sink of our own (base/log.cc), so no request thread
+// ever waits on stdout or wakes a thread for its line: a line is appended to
+// a buffer, and a writer thread puts the buffer on stdout in one write(2)
+// every 100 ms, when 64 KB are pending, or at once for a warning or error.
+// While stdout cannot keep up, info and debug lines beyond 4 MB pending are
+// dropped (counted, and reported in a "log_lines_dropped" warning); warnings
+// and errors are never dropped (a caller waits when 1,024 are unwritten).
+// FlushLog() and process exit write everything pending. Thread-safe: lines
+// never interleave, and reach stdout in the order they were logged.
 #pragma once
 
 #include <exception>
