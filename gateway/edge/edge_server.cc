@@ -140,11 +140,13 @@ std::string LoggablePath(const std::string& target) {
 class EdgeStream : public httplib::Stream {
  public:
   EdgeStream(int fd, const std::string& request, const std::string& remote_ip, int remote_port,
-             std::chrono::milliseconds write_timeout)
+             const std::string& local_ip, int local_port, std::chrono::milliseconds write_timeout)
       : fd_(fd),
         request_(request),
         remote_ip_(remote_ip),
         remote_port_(remote_port),
+        local_ip_(local_ip),
+        local_port_(local_port),
         write_timeout_(write_timeout) {}
 
   bool is_readable() const override { return read_ < request_.size(); }
@@ -175,7 +177,8 @@ class EdgeStream : public httplib::Stream {
     port = remote_port_;
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    AddressOf(fd_, false, &ip, &port);
+    ip = local_ip_;  // httplib asks on every request: read once per connection
+    port = local_port_;
   }
   socket_t socket() const override { return fd_; }
   bool write_failed() const { return write_failed_; }
@@ -207,8 +210,10 @@ class EdgeStream : public httplib::Stream {
   const int fd_;
   const std::string& request_;
   size_t read_ = 0;
-  const std::string remote_ip_;
+  const std::string& remote_ip_;
   const int remote_port_;
+  const std::string& local_ip_;
+  const int local_port_;
   const std::chrono::milliseconds write_timeout_;
   bool write_failed_ = false;
   std::string pending_;
@@ -301,6 +306,7 @@ class EdgeServer::Core {
     conn->fd = fd;
     conn->ip = ip;
     conn->port = port;
+    AddressOf(fd, false, &conn->local_ip, &conn->local_port);
     conn->idle_since = Clock::now();
     Post({Message::kNew, conn.release(), nullptr});
   }
@@ -353,8 +359,10 @@ class EdgeServer::Core {
         : framer(FramerLimits{o.max_header_bytes, o.max_body_bytes}) {}
     enum class State { kReading, kInWorker, kPushing, kLingering } state = State::kReading;
     int fd = -1;
-    std::string ip;
+    std::string ip;  // the client's
     int port = 0;
+    std::string local_ip;  // ours
+    int local_port = 0;
     std::string in;
     RequestFramer framer;
     Clock::time_point idle_since, request_started, linger_until, out_since;
@@ -779,7 +787,8 @@ class EdgeServer::Core {
       std::lock_guard<std::mutex> lock(mu_);
       draining = draining_;
     }
-    EdgeStream stream(c->fd, job.request, c->ip, c->port, options_.write_timeout);
+    EdgeStream stream(c->fd, job.request, c->ip, c->port, c->local_ip, c->local_port,
+                      options_.write_timeout);
     DetachSlot detach;
     t_detach = &detach;
     bool connection_closed = false;
