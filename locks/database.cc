@@ -83,10 +83,11 @@ bool ClosedByServer(pqxx::connection& c) {
 }  // namespace
 
 std::unique_ptr<pqxx::connection> Database::Take(std::string* error) {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
-    for (;;) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
+  for (;;) {
+    std::unique_ptr<pqxx::connection> c;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
       while (idle_.empty() && open_ >= options_.pool_size) {
         ++waiting_;
         const bool timed_out = freed_.wait_until(lock, deadline) == std::cv_status::timeout;
@@ -97,19 +98,21 @@ std::unique_ptr<pqxx::connection> Database::Take(std::string* error) {
           return nullptr;
         }
       }
-      if (idle_.empty()) break;
-      auto c = std::move(idle_.back());
+      if (idle_.empty()) {
+        ++open_;  // reserve a slot, connect outside the lock
+        break;
+      }
+      c = std::move(idle_.back());
       idle_.pop_back();
-      if (!ClosedByServer(*c)) return c;
-      // Dropped without a word to the server, which has gone; its slot is
-      // reused below or by the next idle connection.
-      --open_;
-      lock.unlock();
-      c.reset();
-      LogWarn("database_connection_dropped", {{"why", "closed by the server while idle"}});
-      lock.lock();
     }
-    ++open_;  // reserve a slot, connect outside the lock
+    // The check is a syscall: outside the lock, which every request takes.
+    if (!ClosedByServer(*c)) return c;
+    // Dropped without a word to the server, which has gone; its slot is
+    // reused by the next pass (an idle connection, or a new one).
+    c.reset();
+    LogWarn("database_connection_dropped", {{"why", "closed by the server while idle"}});
+    std::lock_guard<std::mutex> lock(mu_);
+    --open_;
   }
   auto c = Connect(error);
   if (!c) {
@@ -126,13 +129,15 @@ Database::PoolStats Database::Stats() {
 }
 
 void Database::Give(std::unique_ptr<pqxx::connection> c) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (c && c->is_open()) {
-    idle_.push_back(std::move(c));
-  } else {
-    --open_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (c && c->is_open()) {
+      idle_.push_back(std::move(c));
+    } else {
+      --open_;
+    }
   }
-  freed_.notify_one();
+  freed_.notify_one();  // after the unlock: the waiter it wakes does not block on mu_ at once
 }
 
 namespace {
