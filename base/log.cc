@@ -51,7 +51,7 @@ class StdoutBatchSink final : public spdlog::sinks::base_sink<spdlog::details::n
   // taken them already: write_mu_ keeps the order).
   void WritePending() {
     std::lock_guard<std::mutex> write_lock(write_mu_);
-    WriteTaken(Take());
+    WriteTaken();
   }
 
  protected:
@@ -85,11 +85,6 @@ class StdoutBatchSink final : public spdlog::sinks::base_sink<spdlog::details::n
   static constexpr int kMaxUrgentLines = 1024;
   static constexpr auto kFlushInterval = std::chrono::milliseconds(100);
 
-  struct Taken {
-    std::string lines;
-    std::size_t dropped = 0;
-  };
-
   void RunWriter() {
     for (;;) {
       {
@@ -97,30 +92,31 @@ class StdoutBatchSink final : public spdlog::sinks::base_sink<spdlog::details::n
         writer_wake_.wait_for(lock, kFlushInterval, [&] {
           return urgent_pending_ > 0 || pending_.size() >= kFlushBytes;
         });
+        if (pending_.empty() && dropped_ == 0) continue;  // a quiet 100 ms
       }
       std::lock_guard<std::mutex> write_lock(write_mu_);
-      WriteTaken(Take());
+      WriteTaken();
     }
   }
 
-  Taken Take() {
-    Taken t;
+  // Called with write_mu_ held. The lines go to `writing_` and its emptied
+  // buffer to `pending_`, which keeps the capacity: appends under mu_ seldom
+  // reallocate. A buffer grown by a burst is not kept.
+  void WriteTaken() {
+    writing_.clear();
+    if (writing_.capacity() > 4 * kFlushBytes) writing_ = std::string();
+    std::size_t dropped = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      t.lines.swap(pending_);
-      t.dropped = dropped_;
+      writing_.swap(pending_);
+      dropped = dropped_;
       dropped_ = 0;
       urgent_pending_ = 0;
     }
     room_.notify_all();
-    return t;
-  }
-
-  // Called with write_mu_ held.
-  static void WriteTaken(const Taken& t) {
-    WriteAll(t.lines);
-    if (t.dropped > 0) {
-      WriteAll(FormatLogLine(LogLevel::kWarn, "log_lines_dropped", {{"lines", t.dropped}}) + "\n");
+    WriteAll(writing_);
+    if (dropped > 0) {
+      WriteAll(FormatLogLine(LogLevel::kWarn, "log_lines_dropped", {{"lines", dropped}}) + "\n");
     }
   }
 
@@ -139,6 +135,7 @@ class StdoutBatchSink final : public spdlog::sinks::base_sink<spdlog::details::n
   std::condition_variable writer_wake_;
   std::condition_variable room_;  // urgent lines may be appended again
   std::string pending_;           // guarded by mu_
+  std::string writing_;           // guarded by write_mu_
   std::size_t dropped_ = 0;       // guarded by mu_
   int urgent_pending_ = 0;        // guarded by mu_
 };
