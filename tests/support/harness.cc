@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <random>
 #include <regex>
@@ -71,6 +72,54 @@ std::string LogStem(const std::string& name) {
 int OpenLog(const std::string& path) {
   return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 }
+
+// The logs of the processes the running test case started. When it fails,
+// their last lines are printed after doctest's report, so that a failure seen
+// only in CI's output (ctest --output-on-failure) says what the gateway saw.
+// Printed at the test case's end: the processes have exited by then and
+// written everything (the gateway's log writer batches lines).
+std::mutex g_case_logs_mu;
+std::vector<std::string> g_case_logs;
+
+void NoteCaseLog(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_case_logs_mu);
+  g_case_logs.push_back(path);
+}
+
+void PrintLogTail(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> tail;
+  for (std::string line; std::getline(in, line);) {
+    tail.push_back(line.size() > 600 ? line.substr(0, 600) + " [...]" : line);
+    if (tail.size() > lines) tail.erase(tail.begin());
+  }
+  std::cerr << "----- last " << tail.size() << " lines of " << path << "\n";
+  for (const auto& line : tail) std::cerr << line << "\n";
+}
+
+struct ProcessLogsOnFailure : doctest::IReporter {
+  explicit ProcessLogsOnFailure(const doctest::ContextOptions&) {}
+  void test_case_start(const doctest::TestCaseData&) override {
+    std::lock_guard<std::mutex> lock(g_case_logs_mu);
+    g_case_logs.clear();
+  }
+  void test_case_end(const doctest::CurrentTestCaseStats& stats) override {
+    if (stats.testCaseSuccess) return;
+    std::lock_guard<std::mutex> lock(g_case_logs_mu);
+    for (const auto& path : g_case_logs) PrintLogTail(path, 40);
+  }
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats&) override {}
+  void test_case_reenter(const doctest::TestCaseData&) override {}
+  void test_case_exception(const doctest::TestCaseException&) override {}
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData&) override {}
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+};
+REGISTER_LISTENER("process-logs", 1, ProcessLogsOnFailure);
 
 // A waitpid status as a shell shows it: the exit code, or 128+signal.
 int ExitCodeOf(int wait_status) {
@@ -216,6 +265,7 @@ Process::Process(const std::string& name, const std::vector<std::string>& argv,
   log_path_ = LogStem(name) + ".log";
   const int fd = OpenLog(log_path_);
   REQUIRE(fd >= 0);
+  NoteCaseLog(log_path_);
   pid_ = Launch(argv, env, fd, fd);
   REQUIRE(pid_ >= 0);
 }
