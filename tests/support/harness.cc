@@ -356,6 +356,13 @@ Gateway::Gateway(const TestDatabase& db, const std::string& stripe_base, Gateway
       {"PAINTLOCK_HTTP_THREADS", "32"},
       {"PAINTLOCK_DB_POOL", "8"},
       {"STRIPE_TIMEOUT_MS", "2000"},
+      // Tests assert outcomes, not latency. With the production bounds (1 s
+      // lock wait, 5 s statement), one commit stalled on a busy disk (the CI
+      // machine's fsync can take seconds) turns every request queued on its row
+      // into an honest 503 and an exact count into a timing result. A test of
+      // the bounds themselves sets them (truthful_answers_test, idempotency_test).
+      {"PAINTLOCK_DB_LOCK_TIMEOUT_MS", "20000"},
+      {"PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", "30000"},
   };
   for (const auto& [k, v] : options.env) env[k] = v;
   process_ = std::make_unique<Process>("gateway",
