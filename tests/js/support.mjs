@@ -325,6 +325,10 @@ async function startGatewayOn({ databaseUrl, stripeUrl, port, env }) {
       PAINTLOCK_HTTP_THREADS: '32',
       PAINTLOCK_DB_POOL: '8',
       STRIPE_TIMEOUT_MS: '2000',
+      // Outcomes, not latency: a commit stalled on a busy CI disk must not turn
+      // requests queued on its row into 503s (the harness says more).
+      PAINTLOCK_DB_LOCK_TIMEOUT_MS: '20000',
+      PAINTLOCK_DB_STATEMENT_TIMEOUT_MS: '30000',
       ...env,
     },
   });
