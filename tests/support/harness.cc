@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -88,10 +89,10 @@ void NoteCaseLog(const std::string& path) {
 
 void PrintLogTail(const std::string& path, std::size_t lines) {
   std::ifstream in(path);
-  std::vector<std::string> tail;
+  std::deque<std::string> tail;
   for (std::string line; std::getline(in, line);) {
     tail.push_back(line.size() > 600 ? line.substr(0, 600) + " [...]" : line);
-    if (tail.size() > lines) tail.erase(tail.begin());
+    if (tail.size() > lines) tail.pop_front();
   }
   std::cerr << "----- last " << tail.size() << " lines of " << path << "\n";
   for (const auto& line : tail) std::cerr << line << "\n";
