@@ -230,7 +230,9 @@ TEST_CASE("sell mode: a reservation the database may have committed is never sol
   Reply reply;
   {
     // The reservation waits on p1's lock row; the database stops under it, so
-    // its outcome is unknown and cannot be looked up.
+    // its outcome is unknown and cannot be looked up. An immediate stop: a fast
+    // one ends the blocker's session too, in no set order, and the reservation
+    // could take the lock and commit before its own session is ended.
     pqxx::connection blocker(db.url());
     pqxx::work hold(blocker);
     hold.exec("SELECT 1 FROM painting_locks WHERE painting_id = 'p1' FOR UPDATE");
@@ -240,7 +242,7 @@ TEST_CASE("sell mode: a reservation the database may have committed is never sol
                  "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
                  "'paintlock' AND wait_event_type = 'Lock'") == "1";
     });
-    if (waiting) cluster.Stop();
+    if (waiting) cluster.Stop("immediate");
     buyer.join();
     REQUIRE(waiting);
   }
