@@ -302,12 +302,16 @@ void Campaign::Execute(const Step& s) {
         rig_.DelayNextWebhooks(static_cast<int>(s.amount), std::chrono::milliseconds(s.b));
         a.status = 1;
         break;
-      case StepKind::kKillPrimary:
-        if (auto k = rig_.KillPrimary()) {
+      case StepKind::kKillPrimary: {
+        const Rig::Kill k = rig_.KillPrimary();
+        if (k.failure.empty()) {
           a.status = 1;
-          a.body = {{"node", k->node}, {"killed_unix", k->at_unix}};
+          a.body = {{"node", k.node}, {"killed_unix", k.at_unix}};
+        } else {
+          a.body = {{"not_carried_out", k.failure}, {"cluster_log", k.cluster_log}};
         }
         break;
+      }
       case StepKind::kStartNode:
         a.status = rig_.StartKilledNodes() ? 1 : 0;
         break;

@@ -10,6 +10,11 @@
 // completion or a succeeded delayed payment answered 2xx (the sale: the
 // reservation ends sold, or refunded when the painting had gone to someone
 // else), a hold commit answered 200 (the committed hold), a top-up answered 200.
+//
+// A scheduled kill the rig could not carry out (the cluster had no primary with
+// a sync standby within 30 s, or no primary answered) says nothing about the
+// gateways: the report names it and why, and the run is judged on the kills
+// that were made. A run in which no kill was made fails: it tested nothing.
 #pragma once
 
 #include <optional>
@@ -28,7 +33,8 @@ struct GatewayOutage {
 struct KillOutage {
   int step = 0;
   bool injected = false;
-  std::string node;  // host:port of the killed primary
+  std::string not_carried_out;  // when not injected: why (the rig's words)
+  std::string node;             // host:port of the killed primary
   double killed_unix = 0;
   GatewayOutage gateway[2];
 };

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <stdexcept>
 
 namespace paintlock::chaos {
@@ -57,6 +58,17 @@ std::map<std::string, std::string> GatewayEnv(const CampaignShape& shape) {
       {"PAINTLOCK_HTTP_THREADS", "16"},
       {"PAINTLOCK_DB_POOL", "6"},
   };
+}
+
+// Why a cluster.sh command failed, in its own words: its first "ha:" line (the
+// cluster's log tails it prints after it go to the answers file whole).
+std::string ClusterFailure(const std::string& command, const testing::CompletedProcess& p) {
+  if (p.exit_code == -1) return command + " overran its time limit";
+  std::istringstream err(p.err);
+  for (std::string line; std::getline(err, line);) {
+    if (line.rfind("ha: ", 0) == 0) return command + ": " + line.substr(4);
+  }
+  return command + " exited " + std::to_string(p.exit_code);
 }
 
 }  // namespace
@@ -215,15 +227,27 @@ bool Rig::EnsurePostgres() {
   return Cluster("start").exit_code == 0;
 }
 
-std::optional<Rig::Kill> Rig::KillPrimary() {
+Rig::Kill Rig::KillPrimary() {
   std::lock_guard<std::mutex> lock(pg_mu_);
-  if (Cluster("wait-ready", {"30"}, 40s).exit_code != 0) return std::nullopt;
+  Kill k;
+  const testing::CompletedProcess ready = Cluster("wait-ready", {"30"}, 40s);
+  if (ready.exit_code != 0) {
+    k.failure = ClusterFailure("wait-ready", ready);
+    k.cluster_log = ready.err;
+    return k;
+  }
   const testing::CompletedProcess killed = Cluster("kill-primary", {}, 20s);
-  if (killed.exit_code != 0) return std::nullopt;
+  if (killed.exit_code != 0) {
+    k.failure = ClusterFailure("kill-primary", killed);
+    k.cluster_log = killed.err;
+    return k;
+  }
   // cluster.sh notes the moment just before its first SIGKILL.
   std::ifstream at(cluster_dir_ + "/ha/last-kill");
-  Kill k;
-  if (!(at >> k.at_unix)) return std::nullopt;
+  if (!(at >> k.at_unix)) {
+    k.failure = "kill-primary left no readable " + cluster_dir_ + "/ha/last-kill";
+    return k;
+  }
   k.node = killed.out.substr(0, killed.out.find('\n'));
   return k;
 }

@@ -58,12 +58,14 @@ class Rig {
   bool EnsurePostgres();  // starts the cluster if it is down; HA: every node, and a sync standby
 
   // HA mode. Waits (up to 30 s) for a primary with a sync standby, then SIGKILLs the primary
-  // node; nullopt when that could not be done.
+  // node.
   struct Kill {
-    std::string node;    // the killed primary's host:port
-    double at_unix = 0;  // when the SIGKILL was sent (wall clock)
+    std::string node;         // the killed primary's host:port
+    double at_unix = 0;       // when the SIGKILL was sent (wall clock)
+    std::string failure;      // why no primary was killed (cluster.sh's words); empty when one was
+    std::string cluster_log;  // then: everything cluster.sh printed (its logs' last lines)
   };
-  std::optional<Kill> KillPrimary();
+  Kill KillPrimary();
   bool StartKilledNodes();  // each rejoins as a replica
   // The shop's database on each node by itself (no target_session_attrs): for looking at
   // what each node serves. Empty outside HA mode.

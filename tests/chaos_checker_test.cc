@@ -30,6 +30,18 @@ chaos::CheckInput Input(TestDatabase& db) {
   return in;
 }
 
+// An answer to a step of `kind` on gateway `gw`, timed on the wall clock.
+chaos::Answer Timed(chaos::StepKind kind, int gw, double started, double ended, int status) {
+  chaos::Answer a;
+  a.step.kind = kind;
+  a.step.index = static_cast<int>(started * 10);
+  a.step.gw = gw;
+  a.started_unix = started;
+  a.ended_unix = ended;
+  a.status = status;
+  return a;
+}
+
 chaos::Answer Granted(chaos::StepKind kind, int index, const std::string& key, int status) {
   chaos::Answer a;
   a.step.kind = kind;
@@ -191,29 +203,19 @@ TEST_CASE(
 }
 
 TEST_CASE("chaos: the failover check times each gateway's outage and finds a lost write") {
-  auto answer = [](chaos::StepKind kind, int gw, double started, double ended, int status) {
-    chaos::Answer a;
-    a.step.kind = kind;
-    a.step.index = static_cast<int>(started * 10);
-    a.step.gw = gw;
-    a.started_unix = started;
-    a.ended_unix = ended;
-    a.status = status;
-    return a;
-  };
   std::vector<chaos::Answer> answers;
-  chaos::Answer kill = answer(chaos::StepKind::kKillPrimary, 0, 1000, 1000.2, 1);
+  chaos::Answer kill = Timed(chaos::StepKind::kKillPrimary, 0, 1000, 1000.2, 1);
   kill.body = {{"node", "127.0.0.1:5"}, {"killed_unix", 1000.1}};
   answers.push_back(kill);
   // Gateway A: a write acknowledged after the kill that began before it does not count; a
   // 503, then the first acknowledged write 6.5 s after the kill.
-  answers.push_back(answer(chaos::StepKind::kTopUp, 0, 999.9, 1000.5, 200));
-  answers.push_back(answer(chaos::StepKind::kCreditHold, 0, 1001, 1001.1, 503));
-  answers.push_back(answer(chaos::StepKind::kQuotaConsume, 0, 1003, 1006.6, 200));
-  answers.push_back(answer(chaos::StepKind::kTopUp, 0, 1005, 1007, 200));
+  answers.push_back(Timed(chaos::StepKind::kTopUp, 0, 999.9, 1000.5, 200));
+  answers.push_back(Timed(chaos::StepKind::kCreditHold, 0, 1001, 1001.1, 503));
+  answers.push_back(Timed(chaos::StepKind::kQuotaConsume, 0, 1003, 1006.6, 200));
+  answers.push_back(Timed(chaos::StepKind::kTopUp, 0, 1005, 1007, 200));
   // Gateway B: a success page is no write; its writes all fail.
-  answers.push_back(answer(chaos::StepKind::kSuccessPage, 1, 1002, 1002.5, 200));
-  answers.push_back(answer(chaos::StepKind::kTopUp, 1, 1002, 1014, 0));
+  answers.push_back(Timed(chaos::StepKind::kSuccessPage, 1, 1002, 1002.5, 200));
+  answers.push_back(Timed(chaos::StepKind::kTopUp, 1, 1002, 1014, 0));
 
   const auto kills = chaos::MeasureOutages(answers);
   REQUIRE(kills.size() == 1);
@@ -227,11 +229,11 @@ TEST_CASE("chaos: the failover check times each gateway's outage and finds a los
   TestDatabase db;
   chaos::CheckInput in = Input(db);
   in.answers = answers;
-  chaos::Answer told = answer(chaos::StepKind::kCheckout, 0, 999, 999.5, 201);
+  chaos::Answer told = Timed(chaos::StepKind::kCheckout, 0, 999, 999.5, 201);
   told.reservation_id = "00000000-0000-4000-8000-000000000002";
   in.answers.push_back(told);
   const std::string kept = Reserve(db, "p1");
-  chaos::Answer granted = answer(chaos::StepKind::kReserve, 1, 998, 998.5, 201);
+  chaos::Answer granted = Timed(chaos::StepKind::kReserve, 1, 998, 998.5, 201);
   granted.reservation_id = kept;
   in.answers.push_back(granted);
   const chaos::FailoverReport report = chaos::CheckFailover(in, 10);
@@ -247,4 +249,37 @@ TEST_CASE("chaos: the failover check times each gateway's outage and finds a los
   CHECK(violations.find(told.reservation_id + " is lost") != std::string::npos);
   CHECK(violations.find("gateway A") == std::string::npos);  // 6.5 s is within 10 s
   CHECK(text.find("gateway A: outage 6.50 s") != std::string::npos);
+}
+
+TEST_CASE("chaos: a kill the cluster could not take is reported with its reason, not judged") {
+  chaos::Answer made = Timed(chaos::StepKind::kKillPrimary, 0, 1000, 1000.2, 1);
+  made.body = {{"node", "127.0.0.1:5"}, {"killed_unix", 1000.1}};
+  chaos::Answer not_made = Timed(chaos::StepKind::kKillPrimary, 0, 1030, 1060, 0);
+  not_made.body = {{"not_carried_out", "wait-ready: no primary with a sync standby within 30 s"}};
+  // Writes that time the outage (quota decisions: no tally of their own).
+  std::vector<chaos::Answer> recovered = {
+      Timed(chaos::StepKind::kQuotaConsume, 0, 1003, 1007, 200),
+      Timed(chaos::StepKind::kQuotaConsume, 1, 1004, 1008, 200),
+  };
+  TestDatabase db;
+  auto violations = [&](const std::vector<chaos::Answer>& kills) {
+    chaos::CheckInput in = Input(db);
+    in.answers = recovered;
+    in.answers.insert(in.answers.end(), kills.begin(), kills.end());
+    const chaos::FailoverReport report = chaos::CheckFailover(in, 10);
+    const std::string text = report.Render(10);
+    INFO(text);
+    CHECK(text.find("kill #10300: not carried out: wait-ready: no primary with a sync standby "
+                    "within 30 s") != std::string::npos);
+    CHECK(text.find("before kill #10300") == std::string::npos);
+    std::string all;
+    for (const auto& v : report.result.violations) all += v.detail + "\n";
+    return all;
+  };
+  // Judged on the kill that was made: both gateways wrote again within 10 s.
+  CHECK(violations({made, not_made}) == "");
+  // No kill made: the run tested nothing, and says why.
+  CHECK(violations({not_made}) ==
+        "kill #10300 was not carried out (wait-ready: no primary with a sync standby within 30 "
+        "s), and no other was\n");
 }
