@@ -4,8 +4,10 @@
 # per-transaction log, and the gateway's CPU time and peak RSS from /proc.
 #
 # Knobs (environment): BENCH_CLIENTS (32), BENCH_SECONDS per phase (8),
-# BENCH_ROUNDS (2), LOG_LEVEL of the gateways (info, as in production). A smoke
-# run: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1.
+# BENCH_ROUNDS (2), LOG_LEVEL of the gateways (info, as in production),
+# BENCH_GATEWAY (a binary run in the gateway's place, such as
+# build/async-take-probe; default BUILD/paintlock). A smoke run: BENCH_SECONDS=2
+# BENCH_CLIENTS=2 BENCH_ROUNDS=1.
 # Functions print JSON objects on stdout; progress goes to stderr.
 
 bench_clients=${BENCH_CLIENTS:-32}
@@ -19,6 +21,8 @@ bench_gateway_pids=()
 bench_start_cluster() {
   bench_build=$1
   bench_work=$bench_build/bench
+  bench_gateway_bin=${BENCH_GATEWAY:-$bench_build/paintlock}
+  [[ -x "$bench_gateway_bin" ]] || { echo "bench: no gateway binary $bench_gateway_bin" >&2; exit 2; }
   mkdir -p "$bench_work"
   bench_admin_url=$(fixtures/pg-cluster.sh start "$bench_build/pg")
   trap bench_cleanup EXIT
@@ -57,7 +61,7 @@ bench_start_gateway() {
     STRIPE_SECRET_KEY=sk_test_bench STRIPE_API_BASE=http://127.0.0.1:9 \
     STRIPE_WEBHOOK_SECRET=whsec_bench PAINTLOCK_LOG_LEVEL="${LOG_LEVEL:-info}" \
     PAINTLOCK_DB_POOL="$bench_clients" PAINTLOCK_HTTP_THREADS=$((bench_clients * 2)) \
-    "$@" "$bench_build/paintlock" >"$bench_work/$name.log" 2>&1 &
+    "$@" "$bench_gateway_bin" >"$bench_work/$name.log" 2>&1 &
   gateway_pid=$!
   gateway_url=http://127.0.0.1:$port
   bench_gateway_pids+=("$gateway_pid")

@@ -26,7 +26,8 @@
 #        BENCH_WORKLOADS (all six, space-separated), BENCH_PAINTINGS (20000),
 #        BENCH_HOLD_SECONDS (2), BENCH_ACCOUNTS (1000), BENCH_KEYS (10000),
 #        BENCH_SUBJECTS (20000), BENCH_QUOTA_LIMIT (1000000000: never refuses,
-#        so every decision writes)
+#        so every decision writes), BENCH_GATEWAY (another binary in the
+#        gateway's place: build/async-take-probe, with BENCH_WORKLOADS=ratelimit-take)
 #   smoke: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1 bench/run.sh
 #   BENCH_WRITE_SCRIPTS=1 rewrites bench/pgbench/*.sql from sql/queries/.
 set -euo pipefail
@@ -210,7 +211,9 @@ done
 
 mkdir -p "$report_dir"
 report=$report_dir/$(date -u +%Y-%m-%d-%H%M)-bench.md
+in_place=""
+[[ -z "${BENCH_GATEWAY:-}" ]] || in_place="; in the gateway's place: $BENCH_GATEWAY"
 python3 bench/report.py "$report" "$bench_clients" "$bench_seconds" "$bench_rounds" \
-  "paintings $paintings (hold ${hold} s), accounts $accounts, rate-limit keys $keys (bucket $capacity, refill $refill/s), quota subjects $subjects (limit $quota_limit)" \
+  "paintings $paintings (hold ${hold} s), accounts $accounts, rate-limit keys $keys (bucket $capacity, refill $refill/s), quota subjects $subjects (limit $quota_limit)$in_place" \
   "${PUBLISHING_OFF[*]}" "${LOG_LEVEL:-info}" "${results[@]}"
 echo "bench: report written to $report" >&2
