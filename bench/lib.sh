@@ -6,7 +6,7 @@
 # Knobs (environment): BENCH_CLIENTS (32), BENCH_SECONDS per phase (8),
 # BENCH_ROUNDS (2), LOG_LEVEL of the gateways (info, as in production),
 # BENCH_GATEWAY (a binary run in the gateway's place, such as
-# build/async-take-probe; default BUILD/paintlock). A smoke run: BENCH_SECONDS=2
+# build/async-probe; default BUILD/paintlock). A smoke run: BENCH_SECONDS=2
 # BENCH_CLIENTS=2 BENCH_ROUNDS=1.
 # Functions print JSON objects on stdout; progress goes to stderr.
 

@@ -1,26 +1,29 @@
-// async-take-probe: a measuring probe, not a gateway. It answers the one route
-// bench/run.sh's ratelimit-take phase drives, with the gateway's statement,
-// from event-loop threads that drive PostgreSQL with asynchronous libpq — the
-// design issue 10's remaining targets point to — so that `make bench` can
-// measure that design's cost beside pgbench on the same SQL, before anyone
-// rewrites the gateway for it:
+// async-probe: a measuring probe, not a gateway. It answers the routes
+// bench/run.sh's ratelimit-take and credit-hold-commit phases drive, with the
+// gateway's statements, from event-loop threads that drive PostgreSQL with
+// asynchronous libpq — the design issue 10's remaining targets point to — so
+// that `make bench` can measure that design's cost beside pgbench on the same
+// SQL, before anyone rewrites the gateway for it (one command, on one line):
 //
-//   BENCH_GATEWAY=build/async-take-probe BENCH_WORKLOADS=ratelimit-take make bench
+//   BENCH_GATEWAY=build/async-probe
+//     BENCH_WORKLOADS="ratelimit-take credit-hold-commit" make bench
 //
-// What it shares with the gateway: the statement (sql/queries/ratelimit_take.sql,
-// prepared once per connection, one in flight per connection, as pgbench -M
-// prepared and the gateway's pool run it), the Bearer key check, the answers'
-// status codes and JSON, one access-log line a request, keep-alive. What it
+// What it shares with the gateway: the statements (sql/queries/ratelimit_take.sql,
+// credit_hold.sql, credit_commit.sql, prepared once per connection, one in
+// flight per connection, as pgbench -M prepared and the gateway's pool run
+// them), the Bearer key check, the gateway's own parsers and validators, the
+// answers' status codes and JSON, one access-log line a request, keep-alive. What it
 // leaves out, and must not be mistaken for: everything else of the edge
 // (deadlines, size limits past a 64 KiB request, chunked bodies, idempotency
-// keys, metrics, every other route), and every database failure path but
+// keys, metrics, every other route, every answer's non-essential fields), and
+// every database failure path but
 // "answer 503" (a broken connection ends the probe). Each of PROBE_THREADS
 // threads owns a SO_REUSEPORT listener, the client connections the kernel gives
 // it and its share of the PostgreSQL connections: nothing crosses threads, so
 // a request costs no hand-off and no lock.
 //
 // Hand-written HTTP and raw libpq on purpose: libpqxx 6 has no asynchronous
-// statement API, and the probe's one fixed request shape needs no parser.
+// statement API, and the probe's fixed request shapes need no HTTP parser.
 #include <arpa/inet.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
@@ -43,18 +46,23 @@
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "gateway/limit_requests.h"
+#include "locks/credits.h"
 #include "locks/rate_limits_config.h"
+#include "locks/reservations.h"
 
 namespace paintlock::bench {
 namespace {
 
 constexpr const char* kUsage =
-    "Usage: async-take-probe [--help]\n"
-    "A measuring probe for `make bench` (see the top of bench/async_take_probe.cc):\n"
-    "answers POST /v1/ratelimits/BUCKET:SUBJECT/take and GET /readyz from event-loop\n"
-    "threads with asynchronous libpq. Not a gateway.\n"
+    "Usage: async-probe [--help]\n"
+    "A measuring probe for `make bench` (see the top of bench/async_probe.cc):\n"
+    "answers POST /v1/ratelimits/BUCKET:SUBJECT/take, POST /v1/accounts/ID/holds,\n"
+    "POST /v1/holds/ID/commit and GET /readyz from event-loop threads with\n"
+    "asynchronous libpq. Not a gateway.\n"
     "Environment (the gateway's names where they mean the same):\n"
     "  DATABASE_URL           the shop's database (required)\n"
     "  PAINTLOCK_LISTEN       host:port (default 127.0.0.1:8080)\n"
@@ -62,17 +70,21 @@ constexpr const char* kUsage =
     "  PAINTLOCK_DB_POOL      PostgreSQL connections in all (default 32)\n"
     "  PAINTLOCK_RATE_LIMITS  one bucket, NAME:CAPACITY:REFILL (default api:100:10)\n"
     "  PROBE_THREADS          event-loop threads (default 2)\n"
-    "  PROBE_SQL              the statement (default sql/queries/ratelimit_take.sql)\n";
+    "  PROBE_SQL_DIR          the statements (default sql/queries)\n";
 
 constexpr size_t kMaxRequestBytes = 64 * 1024;
 
+// The statements, by the names the probe prepares them under.
+constexpr const char* kStatements[] = {"ratelimit_take", "credit_hold", "credit_commit"};
+
 struct Settings {
-  std::string database_url, host, api_key, bucket, capacity, refill, sql;
+  std::string database_url, host, api_key, bucket, capacity, refill;
+  std::vector<std::string> sql;  // kStatements' texts, in order
   int port = 0, pool = 0, threads = 0;
 };
 
 [[noreturn]] void Die(const std::string& why) {
-  std::fprintf(stderr, "async-take-probe: %s\n", why.c_str());
+  std::fprintf(stderr, "async-probe: %s\n", why.c_str());
   std::exit(1);
 }
 
@@ -107,12 +119,14 @@ Settings Load() {
       !std::getline(limit, s.refill) || limit.peek() != EOF) {
     Die("PAINTLOCK_RATE_LIMITS must be one bucket, NAME:CAPACITY:REFILL");
   }
-  const std::string sql_path = Env("PROBE_SQL", "sql/queries/ratelimit_take.sql");
-  std::ifstream sql(sql_path);
-  std::ostringstream text;
-  text << sql.rdbuf();
-  s.sql = text.str();
-  if (s.sql.empty()) Die("cannot read the statement from " + sql_path + " (PROBE_SQL)");
+  const std::string dir = Env("PROBE_SQL_DIR", "sql/queries");
+  for (const char* name : kStatements) {
+    std::ifstream sql(dir + "/" + name + ".sql");
+    std::ostringstream text;
+    text << sql.rdbuf();
+    if (text.str().empty()) Die("cannot read " + dir + "/" + name + ".sql (PROBE_SQL_DIR)");
+    s.sql.push_back(text.str());
+  }
   return s;
 }
 
@@ -125,10 +139,16 @@ struct Client {
   bool watching_out = false;
 };
 
+// One request's statement: which, its parameters, and whose answer it is.
+struct Job {
+  int client = -1;
+  int statement = 0;  // index into kStatements
+  std::vector<std::string> params;
+};
+
 struct Connection {
   PGconn* pg = nullptr;
-  int client = -1;  // the fd whose take is in flight
-  std::string key;
+  Job job;  // in flight
 };
 
 // epoll tags: a client's fd, or this bit and a connection's index.
@@ -144,10 +164,12 @@ class EventLoop {
       Connection c;
       c.pg = PQconnectdb(s_.database_url.c_str());
       if (PQstatus(c.pg) != CONNECTION_OK) Die(PQerrorMessage(c.pg));
-      PGresult* prepared = PQprepare(c.pg, "take", s_.sql.c_str(), 4, nullptr);
-      const bool ok = PQresultStatus(prepared) == PGRES_COMMAND_OK;
-      PQclear(prepared);
-      if (!ok) Die(PQerrorMessage(c.pg));
+      for (size_t k = 0; k < s_.sql.size(); ++k) {
+        PGresult* prepared = PQprepare(c.pg, kStatements[k], s_.sql[k].c_str(), 0, nullptr);
+        const bool ok = PQresultStatus(prepared) == PGRES_COMMAND_OK;
+        PQclear(prepared);
+        if (!ok) Die(PQerrorMessage(c.pg));
+      }
       PQsetnonblocking(c.pg, 1);
       Control(EPOLL_CTL_ADD, PQsocket(c.pg), EPOLLIN, kConnectionTag | i);
       connections_.push_back(c);
@@ -244,36 +266,67 @@ class EventLoop {
     return "";
   }
 
+  // "/v1/ratelimits/K/take" with prefix "/v1/ratelimits/" and suffix "/take" → K, or "".
+  static std::string Between(const std::string& path, const char* prefix, const char* suffix) {
+    const size_t p = std::strlen(prefix), q = std::strlen(suffix);
+    if (path.size() <= p + q || path.compare(0, p, prefix) != 0 ||
+        path.compare(path.size() - q, q, suffix) != 0) {
+      return "";
+    }
+    return path.substr(p, path.size() - p - q);
+  }
+
   // Serves the first whole request in c.in, if there is one.
   void Serve(Client& c) {
     if (c.at_database) return;
     const size_t end = c.in.find("\r\n\r\n");
     if (end == std::string::npos) return;
     const std::string head = c.in.substr(0, end);
-    const size_t body = std::strtoul(Header(head, "Content-Length").c_str(), nullptr, 10);
-    if (body > kMaxRequestBytes || c.in.size() < end + 4 + body) return;
-    c.in.erase(0, end + 4 + body);
+    const size_t length = std::strtoul(Header(head, "Content-Length").c_str(), nullptr, 10);
+    if (length > kMaxRequestBytes || c.in.size() < end + 4 + length) return;
+    const std::string body = c.in.substr(end + 4, length);
+    c.in.erase(0, end + 4 + length);
     const size_t sp1 = head.find(' '), sp2 = head.find(' ', sp1 + 1);
     const std::string method = head.substr(0, sp1), path = head.substr(sp1 + 1, sp2 - sp1 - 1);
     if (method == "GET" && path == "/readyz") return Answer(c, 200, "{\"status\":\"ok\"}");
-    const std::string prefix = "/v1/ratelimits/", suffix = "/take";
-    if (method != "POST" || path.size() <= prefix.size() + suffix.size() ||
-        path.compare(0, prefix.size(), prefix) != 0 ||
-        path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    const std::string key = Between(path, "/v1/ratelimits/", "/take");
+    const std::string account = Between(path, "/v1/accounts/", "/holds");
+    const std::string hold = Between(path, "/v1/holds/", "/commit");
+    if (method != "POST" || (key.empty() && account.empty() && hold.empty())) {
       return Answer(c, 404, Error("not_found", "No such route."));
     }
     if (Header(head, "Authorization") != "Bearer " + s_.api_key) {
       return Answer(c, 401, Error("unauthorized", "A valid API key is required."));
     }
-    std::string key = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
-    if (!locks::IsValidRateKey(key)) {  // it goes into JSON and the log as it is
-      return Answer(c, 400, Error("invalid_request", "A rate-limit key is 1 to 200 of [A-Za-z0-9_.:@-]."));
-    }
-    if (key.compare(0, s_.bucket.size() + 1, s_.bucket + ":") != 0) {
-      return Answer(c, 404, Error("unknown_bucket", "No such bucket."));
+    // Every id goes into JSON and the log as it is: the gateway's own checks first.
+    Job job{c.fd, 0, {}};
+    if (!key.empty()) {
+      if (!locks::IsValidRateKey(key)) {
+        return Answer(c, 400, Error("invalid_request", "Not a rate-limit key."));
+      }
+      if (key.compare(0, s_.bucket.size() + 1, s_.bucket + ":") != 0) {
+        return Answer(c, 404, Error("unknown_bucket", "No such bucket."));
+      }
+      job = {c.fd, 0, {key, "1", s_.capacity, s_.refill}};
+    } else if (!account.empty()) {
+      if (!locks::IsValidAccountId(account)) {
+        return Answer(c, 400, Error("invalid_request", "Not an account id."));
+      }
+      auto parsed = gateway::ParseHoldRequest(body);
+      if (std::holds_alternative<gateway::FieldError>(parsed)) {
+        return Answer(c, 400, Error("invalid_request", "Not a hold request."));
+      }
+      const auto& request = std::get<gateway::HoldRequest>(parsed);
+      job = {
+          c.fd, 1, {account, std::to_string(request.amount), std::to_string(request.ttl.count())}};
+    } else {
+      if (!locks::LooksLikeUuid(hold)) {
+        return Answer(c, 404, Error("hold_not_found", "No such hold."));
+      }
+      job = {c.fd, 2, {hold}};
     }
     c.at_database = true;
-    waiting_.emplace_back(c.fd, std::move(key));
+    waiting_.push_back(std::move(job));
     Dispatch();
   }
 
@@ -282,11 +335,13 @@ class EventLoop {
       const int i = idle_.back();
       idle_.pop_back();
       Connection& conn = connections_[i];
-      conn.client = waiting_.front().first;
-      conn.key = std::move(waiting_.front().second);
+      conn.job = std::move(waiting_.front());
       waiting_.pop_front();
-      const char* params[4] = {conn.key.c_str(), "1", s_.capacity.c_str(), s_.refill.c_str()};
-      if (!PQsendQueryPrepared(conn.pg, "take", 4, params, nullptr, nullptr, 0)) {
+      std::vector<const char*> params;
+      for (const std::string& p : conn.job.params) params.push_back(p.c_str());
+      if (!PQsendQueryPrepared(conn.pg, kStatements[conn.job.statement],
+                               static_cast<int>(params.size()), params.data(), nullptr, nullptr,
+                               0)) {
         Die(PQerrorMessage(conn.pg));
       }
       if (PQflush(conn.pg) == 1) {
@@ -308,45 +363,102 @@ class EventLoop {
         Dispatch();
         return;
       }
-      Decided(conn, r);
+      Decided(conn.job, r);
       PQclear(r);
     }
   }
 
-  void Decided(const Connection& conn, const PGresult* r) {
-    const auto it = clients_.find(conn.client);
+  // A column of the one row, by name.
+  static std::string Column(const PGresult* r, const char* name) {
+    const int n = PQfnumber(r, name);
+    return n < 0 ? "" : PQgetvalue(r, 0, n);
+  }
+
+  void Decided(const Job& job, const PGresult* r) {
+    const auto it = clients_.find(job.client);
     if (it == clients_.end()) return;
     Client& c = it->second;
     c.at_database = false;
-    int status = 503;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-      Answer(c, status, Error("unavailable", "The database did not decide; retry."));
-    } else if (PQgetvalue(r, 0, 0)[0] == 't') {
-      status = 200;
-      Answer(c, status,
-             "{\"allowed\":true,\"key\":\"" + conn.key +
-                 "\",\"remaining\":" + PQgetvalue(r, 0, 1) + "}");
-    } else {
-      status = 429;
-      const std::string retry = PQgetvalue(r, 0, 2);
-      Answer(c, status,
-             "{\"allowed\":false,\"key\":\"" + conn.key +
-                 "\",\"remaining\":" + PQgetvalue(r, 0, 1) +
-                 ",\"retry_after_seconds\":" + retry +
-                 ",\"code\":\"rate_limited\",\"message\":\"Rate limit reached.\"}",
-             "Retry-After: " + retry + "\r\n");
-    }
-    log_ += "{\"event\":\"request\",\"method\":\"POST\",\"key\":\"" + conn.key +
+    const int status = PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ? 503
+                       : job.statement == 0                                      ? Took(c, job, r)
+                       : job.statement == 1                                      ? Held(c, job, r)
+                                            : Committed(c, job, r);
+    if (status == 503) Answer(c, 503, Error("unavailable", "The database did not decide; retry."));
+    log_ += "{\"event\":\"request\",\"method\":\"POST\",\"statement\":\"" +
+            std::string(kStatements[job.statement]) + "\",\"id\":\"" + job.params[0] +
             "\",\"status\":" + std::to_string(status) + "}\n";
     if (c.gone) return Close(c.fd);
     Serve(c);  // a request that arrived meanwhile
   }
 
+  // Each answers one decision as the gateway's route does (its essential fields) and
+  // returns the status.
+  int Took(Client& c, const Job& job, const PGresult* r) {
+    const std::string& key = job.params[0];
+    const std::string remaining = Column(r, "remaining");
+    if (Column(r, "allowed") == "t") {
+      Answer(c, 200, "{\"allowed\":true,\"key\":\"" + key + "\",\"remaining\":" + remaining + "}");
+      return 200;
+    }
+    const std::string retry = Column(r, "retry_after");
+    Answer(c, 429,
+           "{\"allowed\":false,\"key\":\"" + key + "\",\"remaining\":" + remaining +
+               ",\"retry_after_seconds\":" + retry +
+               ",\"code\":\"rate_limited\",\"message\":\"Rate limit reached.\"}",
+           "Retry-After: " + retry + "\r\n");
+    return 429;
+  }
+
+  int Held(Client& c, const Job& job, const PGresult* r) {
+    const std::string outcome = Column(r, "outcome");
+    if (outcome == "held") {
+      const std::string id = Column(r, "hold_id");
+      Answer(c, 201,
+             "{\"hold_id\":\"" + id + "\",\"account_id\":\"" + job.params[0] +
+                 "\",\"amount\":" + job.params[1] + ",\"expires_at\":\"" + Column(r, "expires_at") +
+                 "\",\"available\":" + Column(r, "available") + "}",
+             "Location: /v1/holds/" + id + "\r\n");
+      return 201;
+    }
+    if (outcome == "insufficient") {
+      Answer(c, 409, Error("insufficient_credits", "Not enough credits."));
+      return 409;
+    }
+    if (outcome == "unknown_account") {
+      Answer(c, 404, Error("account_not_found", "No such account."));
+      return 404;
+    }
+    return 503;
+  }
+
+  int Committed(Client& c, const Job& job, const PGresult* r) {
+    const std::string outcome = Column(r, "outcome");
+    if (outcome == "committed" || outcome == "already_committed") {
+      Answer(c, 200,
+             "{\"hold_id\":\"" + job.params[0] + "\",\"account_id\":\"" + Column(r, "account_id") +
+                 "\",\"amount\":" + Column(r, "amount") +
+                 ",\"state\":\"committed\",\"balance_after\":" + Column(r, "balance_after") + "}");
+      return 200;
+    }
+    if (outcome == "unknown_hold") {
+      Answer(c, 404, Error("hold_not_found", "No such hold."));
+      return 404;
+    }
+    if (outcome == "released" || outcome == "expired") {
+      Answer(c, 409,
+             Error(outcome == "released" ? "hold_released" : "hold_expired", "The hold is over."));
+      return 409;
+    }
+    return 503;
+  }
+
   void Answer(Client& c, int status, const std::string& body, const std::string& headers = "") {
     const char* reason = status == 200   ? "OK"
+                         : status == 201 ? "Created"
                          : status == 400 ? "Bad Request"
                          : status == 401 ? "Unauthorized"
                          : status == 404 ? "Not Found"
+                         : status == 409 ? "Conflict"
                          : status == 429 ? "Too Many Requests"
                                          : "Service Unavailable";
     c.out += "HTTP/1.1 " + std::to_string(status) + " " + reason +
@@ -361,7 +473,8 @@ class EventLoop {
       if (sent < 0) {
         if (errno == EAGAIN && !c.watching_out) {
           c.watching_out = true;
-          Control(EPOLL_CTL_MOD, c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, static_cast<uint64_t>(c.fd));
+          Control(EPOLL_CTL_MOD, c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP,
+                  static_cast<uint64_t>(c.fd));
         }
         return;  // the rest when the socket can take it (or never, if it failed)
       }
@@ -381,7 +494,7 @@ class EventLoop {
   std::unordered_map<int, Client> clients_;
   std::vector<Connection> connections_;
   std::vector<int> idle_;
-  std::deque<std::pair<int, std::string>> waiting_;  // (client fd, key) for a connection
+  std::deque<Job> waiting_;  // for a free connection
   std::string log_;
 };
 
@@ -395,8 +508,7 @@ int Listen(const Settings& s) {
   a.sin_port = htons(static_cast<uint16_t>(s.port));
   if (inet_pton(AF_INET, s.host.c_str(), &a.sin_addr) != 1) Die("PAINTLOCK_LISTEN: bad IPv4 host");
   if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 1024) != 0) {
-    Die("cannot listen on " + s.host + ":" + std::to_string(s.port) + ": " +
-        std::strerror(errno));
+    Die("cannot listen on " + s.host + ":" + std::to_string(s.port) + ": " + std::strerror(errno));
   }
   return fd;
 }
