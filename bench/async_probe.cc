@@ -12,12 +12,12 @@
 // credit_hold.sql, credit_commit.sql, prepared once per connection, one in
 // flight per connection, as pgbench -M prepared and the gateway's pool run
 // them), the Bearer key check, the gateway's own parsers and validators, the
-// answers' status codes and JSON, one access-log line a request, keep-alive. What it
-// leaves out, and must not be mistaken for: everything else of the edge
-// (deadlines, size limits past a 64 KiB request, chunked bodies, idempotency
-// keys, metrics, every other route, every answer's non-essential fields), and
-// every database failure path but
-// "answer 503" (a broken connection ends the probe). Each of PROBE_THREADS
+// answers' status codes and essential JSON fields, one access-log line a
+// request, keep-alive. What it leaves out, and must not be mistaken for:
+// everything else of the edge (deadlines, size limits past a 64 KiB request,
+// chunked bodies, idempotency keys, metrics, every other route), and every
+// database failure path but "answer 503" (a broken connection ends the
+// probe). Each of PROBE_THREADS
 // threads owns a SO_REUSEPORT listener, the client connections the kernel gives
 // it and its share of the PostgreSQL connections: nothing crosses threads, so
 // a request costs no hand-off and no lock.
@@ -240,8 +240,8 @@ class EventLoop {
       }
       if (got < 0 && errno == EAGAIN) break;
       if (!c.at_database) return Close(fd);  // closed, failed, or over the limit
-      c.gone = true;
-      Control(EPOLL_CTL_MOD, fd, 0, static_cast<uint64_t>(fd));
+      c.gone = true;  // no more events from it (a hang-up would be reported level-triggered)
+      epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
       return;
     }
     Serve(c);
@@ -276,58 +276,74 @@ class EventLoop {
     return path.substr(p, path.size() - p - q);
   }
 
-  // Serves the first whole request in c.in, if there is one.
+  // Serves every whole request in c.in, up to the first that needs the database.
   void Serve(Client& c) {
-    if (c.at_database) return;
+    while (!c.at_database && ServeOne(c)) {
+    }
+  }
+
+  // Serves the first whole request in c.in; false when there is none.
+  bool ServeOne(Client& c) {
     const size_t end = c.in.find("\r\n\r\n");
-    if (end == std::string::npos) return;
+    if (end == std::string::npos) return false;
     const std::string head = c.in.substr(0, end);
     const size_t length = std::strtoul(Header(head, "Content-Length").c_str(), nullptr, 10);
-    if (length > kMaxRequestBytes || c.in.size() < end + 4 + length) return;
+    if (length > kMaxRequestBytes || c.in.size() < end + 4 + length) return false;
     const std::string body = c.in.substr(end + 4, length);
     c.in.erase(0, end + 4 + length);
     const size_t sp1 = head.find(' '), sp2 = head.find(' ', sp1 + 1);
     const std::string method = head.substr(0, sp1), path = head.substr(sp1 + 1, sp2 - sp1 - 1);
-    if (method == "GET" && path == "/readyz") return Answer(c, 200, "{\"status\":\"ok\"}");
+    if (method == "GET" && path == "/readyz") {
+      Answer(c, 200, "{\"status\":\"ok\"}");
+      return true;
+    }
     const std::string key = Between(path, "/v1/ratelimits/", "/take");
     const std::string account = Between(path, "/v1/accounts/", "/holds");
     const std::string hold = Between(path, "/v1/holds/", "/commit");
     if (method != "POST" || (key.empty() && account.empty() && hold.empty())) {
-      return Answer(c, 404, Error("not_found", "No such route."));
+      Answer(c, 404, Error("not_found", "No such route."));
+      return true;
     }
     if (Header(head, "Authorization") != "Bearer " + s_.api_key) {
-      return Answer(c, 401, Error("unauthorized", "A valid API key is required."));
+      Answer(c, 401, Error("unauthorized", "A valid API key is required."));
+      return true;
     }
     // Every id goes into JSON and the log as it is: the gateway's own checks first.
     Job job{c.fd, 0, {}};
     if (!key.empty()) {
       if (!locks::IsValidRateKey(key)) {
-        return Answer(c, 400, Error("invalid_request", "Not a rate-limit key."));
+        Answer(c, 400, Error("invalid_request", "Not a rate-limit key."));
+        return true;
       }
       if (key.compare(0, s_.bucket.size() + 1, s_.bucket + ":") != 0) {
-        return Answer(c, 404, Error("unknown_bucket", "No such bucket."));
+        Answer(c, 404, Error("unknown_bucket", "No such bucket."));
+        return true;
       }
       job = {c.fd, 0, {key, "1", s_.capacity, s_.refill}};
     } else if (!account.empty()) {
       if (!locks::IsValidAccountId(account)) {
-        return Answer(c, 400, Error("invalid_request", "Not an account id."));
+        Answer(c, 400, Error("invalid_request", "Not an account id."));
+        return true;
       }
       auto parsed = gateway::ParseHoldRequest(body);
       if (std::holds_alternative<gateway::FieldError>(parsed)) {
-        return Answer(c, 400, Error("invalid_request", "Not a hold request."));
+        Answer(c, 400, Error("invalid_request", "Not a hold request."));
+        return true;
       }
       const auto& request = std::get<gateway::HoldRequest>(parsed);
       job = {
           c.fd, 1, {account, std::to_string(request.amount), std::to_string(request.ttl.count())}};
     } else {
       if (!locks::LooksLikeUuid(hold)) {
-        return Answer(c, 404, Error("hold_not_found", "No such hold."));
+        Answer(c, 404, Error("hold_not_found", "No such hold."));
+        return true;
       }
       job = {c.fd, 2, {hold}};
     }
     c.at_database = true;
     waiting_.push_back(std::move(job));
     Dispatch();
+    return true;
   }
 
   void Dispatch() {
