@@ -27,7 +27,8 @@
 #        BENCH_HOLD_SECONDS (2), BENCH_ACCOUNTS (1000), BENCH_KEYS (10000),
 #        BENCH_SUBJECTS (20000), BENCH_QUOTA_LIMIT (1000000000: never refuses,
 #        so every decision writes), BENCH_GATEWAY (another binary in the
-#        gateway's place: build/async-probe, with BENCH_WORKLOADS=ratelimit-take)
+#        gateway's place: build/async-probe, with BENCH_WORKLOADS naming
+#        ratelimit-take and/or credit-hold-commit, the routes it serves)
 #   smoke: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1 bench/run.sh
 #   BENCH_WRITE_SCRIPTS=1 rewrites bench/pgbench/*.sql from sql/queries/.
 set -euo pipefail

@@ -291,15 +291,16 @@ std::string FailoverReport::Render(double max_outage_seconds) const {
   }
   o << "  acknowledged, and present on the final primary:\n";
   for (const Tally& t : tallies) {
-    o << "    " << t.what << ": " << t.acknowledged << " acknowledged";
-    const char* sep = " (";
+    std::string before;  // per kill that was made
     for (size_t k = 0; k < t.before_kill.size(); ++k) {
       if (!kills[k].injected) continue;
-      o << sep << t.before_kill[k] << " before kill #" << kills[k].step;
-      sep = ", ";
+      before += (before.empty() ? "" : ", ") + std::to_string(t.before_kill[k]) + " before kill #" +
+                std::to_string(kills[k].step);
     }
-    o << (*sep == ',' ? ")" : "") << ", " << t.acknowledged - static_cast<int>(t.lost.size())
-      << " present, " << t.lost.size() << " lost\n";
+    o << "    " << t.what << ": " << t.acknowledged << " acknowledged"
+      << (before.empty() ? "" : " (" + before + ")") << ", "
+      << t.acknowledged - static_cast<int>(t.lost.size()) << " present, " << t.lost.size()
+      << " lost\n";
   }
   o << "\n";
   return o.str();
