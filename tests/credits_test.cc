@@ -433,7 +433,8 @@ TEST_CASE(
   // sql/migrations/0021_credit_plans_once.sql: with the default plan cache, a
   // connection's plans for the credit functions, made while credit_holds was
   // empty, scanned the whole table on every hold, commit and release long after
-  // it had grown. pg_stat_xact_user_tables counts this transaction's scans.
+  // it had grown. pg_stat_xact_user_tables counts the scans this connection
+  // has not reported yet: this transaction's, and maybe those just before.
   TestDatabase db({{"p1", 1000}});
   db.Exec(
       "INSERT INTO credit_accounts (id, balance) SELECT 'a' || i, 1000000 "

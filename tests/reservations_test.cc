@@ -294,6 +294,48 @@ TEST_CASE(
   CheckInvariants(db);
 }
 
+TEST_CASE(
+    "a release and an expired session clear their holds through their items, not by reading "
+    "every lock") {
+  // sql/migrations/0022_release_through_items.sql: painting_locks has no index
+  // on holder (it would cost every grant its HOT update).
+  TestDatabase db;
+  db.Exec(
+      "INSERT INTO paintings (id, title, price_minor, currency) "
+      "SELECT 'h' || i, 'Painting h' || i, 1000, 'eur' FROM generate_series(1, 3000) i");
+  db.Exec("ANALYZE");
+  auto reserve = [&](const std::string& cart) {
+    const std::string id =
+        db.Scalar("SELECT reservation_id FROM paintlock_reserve_on_sale(ARRAY[" + cart +
+                  "], interval '60 seconds', NULL, NULL, NULL) "
+                  "WHERE outcome = 'granted' LIMIT 1");
+    REQUIRE_FALSE(id.empty());
+    return id;
+  };
+  const std::string cancelled = reserve("'h1', 'h2'");
+  const std::string expired = reserve("'h3'");
+  REQUIRE(db.Scalar("SELECT paintlock_attach_session('" + expired +
+                    "', 'cs_expired', now() + interval '30 minutes')") == "t");
+  // Each in one implicit transaction with its own count of sequential scans.
+  constexpr const char* kLockScans =
+      "SELECT pg_stat_get_xact_numscans('painting_locks'::regclass) AS locks_seq";
+  CHECK(db.Exec("SELECT paintlock_release('" + cancelled + "', 'cancelled', 'buyer'); " +
+                kLockScans)[0]["locks_seq"]
+            .as<long>() == 0);
+  CHECK(db.Exec("SELECT * FROM paintlock_apply_session('evt_expired', "
+                "'checkout.session.expired', 'cs_expired', '" +
+                expired + "', 'expired', 'unpaid', NULL, 'webhook', interval '1 hour'); " +
+                kLockScans)[0]["locks_seq"]
+            .as<long>() == 0);
+  CHECK(db.Scalar("SELECT state || ' ' || released_reason FROM reservations WHERE id = '" +
+                  cancelled + "'") == "released cancelled");
+  CHECK(db.Scalar("SELECT state || ' ' || released_reason FROM reservations WHERE id = '" +
+                  expired + "'") == "released session_expired");
+  CHECK(db.Scalar("SELECT count(*) FROM painting_locks WHERE holder IS NOT NULL OR held_until IS "
+                  "NOT NULL") == "0");
+  CheckInvariants(db);
+}
+
 TEST_CASE("a reservation reports its state and can be released once") {
   TestDatabase db;
   FakeStripe stripe;
