@@ -123,8 +123,12 @@ psql "$db" -qc "INSERT INTO credit_accounts (id, balance)
                 SELECT i::text, $starting_balance FROM generate_series(1, $accounts) i"
 
 # ---- Resets (every phase starts alike) and checks (after every phase) ------
+# The holders are cleared first, so the DELETE skips the foreign keys' actions
+# (session_replication_role): each would read every lock row per reservation
+# (painting_locks.holder has no index, docs/ARCHITECTURE.md).
 reset_reservations() {
   psql "$db" -qc "UPDATE painting_locks SET holder = NULL, held_until = NULL" \
+    -qc "SET session_replication_role = replica" \
     -qc "DELETE FROM reservation_items" -qc "DELETE FROM reservations" -qc "VACUUM ANALYZE" >/dev/null
 }
 reset_credits() {
