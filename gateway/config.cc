@@ -275,6 +275,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   // The HTTP edge (gateway/edge/edge_server.h).
   r.Seconds("PAINTLOCK_REQUEST_DEADLINE_SECONDS", 1, 300, &c.request_deadline);
   r.Seconds("PAINTLOCK_IDLE_TIMEOUT_SECONDS", 1, 3600, &c.idle_timeout);
+  r.Millis("PAINTLOCK_KEEPALIVE_LINGER_MS", 0, 100, &c.keepalive_linger);
   int max_header = static_cast<int>(c.max_header_bytes);
   r.Integer("PAINTLOCK_MAX_HEADER_BYTES", 1024, 1024 * 1024, "a number of bytes", &max_header);
   c.max_header_bytes = static_cast<std::size_t>(max_header);
@@ -313,6 +314,8 @@ std::string ConfigHelp() {
                                     after its first byte, else 408 and close, 1..300 (default 10)
   PAINTLOCK_IDLE_TIMEOUT_SECONDS    an idle keep-alive connection is closed after this, 1..3600
                                     (default 5)
+  PAINTLOCK_KEEPALIVE_LINGER_MS     a worker that answered waits this long for the same client's
+                                    next request while another worker is idle, 0..100 (default 2)
   PAINTLOCK_MAX_HEADER_BYTES        largest request line + headers, else 431 (default 16384)
   PAINTLOCK_MAX_CONNECTIONS         open connections in all, beyond: 503 (default 4096)
   PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS  open connections per client IP, beyond: 503 at once;

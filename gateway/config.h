@@ -95,7 +95,10 @@ struct Config {
   // The HTTP edge (gateway/edge/edge_server.h).
   std::chrono::seconds request_deadline{
       10};  // PAINTLOCK_REQUEST_DEADLINE_SECONDS: first byte → whole request
-  std::chrono::seconds idle_timeout{5};      // PAINTLOCK_IDLE_TIMEOUT_SECONDS: idle keep-alive
+  std::chrono::seconds idle_timeout{5};  // PAINTLOCK_IDLE_TIMEOUT_SECONDS: idle keep-alive
+  // PAINTLOCK_KEEPALIVE_LINGER_MS: a worker waits this long for the same
+  // keep-alive client's next request while another worker is idle (0: never).
+  std::chrono::milliseconds keepalive_linger{2};
   std::size_t max_header_bytes = 16 * 1024;  // PAINTLOCK_MAX_HEADER_BYTES
   int max_connections = 4096;                // PAINTLOCK_MAX_CONNECTIONS
   int max_connections_per_address = 64;      // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS

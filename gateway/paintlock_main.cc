@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
   gateway::edge::EdgeOptions edge_options;
   edge_options.request_deadline = config.request_deadline;
   edge_options.idle_timeout = config.idle_timeout;
+  edge_options.keepalive_linger = config.keepalive_linger;
   edge_options.max_header_bytes = config.max_header_bytes;
   edge_options.max_body_bytes = config.max_body_bytes;
   edge_options.max_connections = config.max_connections;

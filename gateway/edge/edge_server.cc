@@ -323,7 +323,8 @@ class EdgeServer::Core {
 
   ReactorCounters Counters() const {
     return {events_in_worker_.load(std::memory_order_relaxed),
-            turns_.load(std::memory_order_relaxed)};
+            turns_.load(std::memory_order_relaxed), lingered_.load(std::memory_order_relaxed),
+            lingered_partial_.load(std::memory_order_relaxed)};
   }
 
   // Stops accepting work and waits until every connection is closed; then
@@ -374,6 +375,7 @@ class EdgeServer::Core {
     std::uint32_t events = 0;              // what epoll watches now (0: not registered)
     std::atomic<int> hand_back{kWorking};  // kInWorker only (see the class comment)
     bool muted = false;                    // reactor only: out of epoll until taken back
+    bool mid_request = false;              // a lingering worker framed part of the next request
   };
 
   struct Job {
@@ -521,13 +523,18 @@ class EdgeServer::Core {
   void Dispatch(Conn* c) {
     Watch(c, 0);
     c->state = Conn::State::kInWorker;
-    Job job{c, c->framer.request(), c->framer.method(), c->framer.target(),
-            c->framer.wants_close()};
+    Job job = FramedJob(c);
     {
       std::lock_guard<std::mutex> lock(jobs_mu_);
       jobs_.push_back(std::move(job));
     }
     jobs_cv_.notify_one();
+  }
+
+  // The request c's framer has just completed, for a worker.
+  static Job FramedJob(Conn* c) {
+    return {c, c->framer.request(), c->framer.method(), c->framer.target(),
+            c->framer.wants_close()};
   }
 
   // After an answer: the connection waits for its next request (or a push).
@@ -541,7 +548,11 @@ class EdgeServer::Core {
   void Returned(Message& m) {
     Conn* c = m.conn;
     if (m.kind == Message::kClose) return Close(c);
-    ReadyForNextRequest(c);
+    if (c->mid_request) {
+      c->mid_request = false;  // framing goes on where the lingering worker stopped
+    } else {
+      ReadyForNextRequest(c);
+    }
     if (m.kind == Message::kPush) {
       c->state = Conn::State::kPushing;
       c->push = std::move(m.push);
@@ -708,21 +719,61 @@ class EdgeServer::Core {
       Job job;
       {
         std::unique_lock<std::mutex> lock(jobs_mu_);
+        ++idle_workers_;
         jobs_cv_.wait(lock, [&] { return workers_stop_ || !jobs_.empty(); });
+        --idle_workers_;
         if (jobs_.empty()) return;
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
       Message m = Serve(job);
+      while (m.kind == Message::kKeepAlive && NextOnSameConnection(m.conn, &job)) m = Serve(job);
       if (!HandBack(m)) Post(std::move(m));
     }
+  }
+
+  // After a keep-alive answer, while another worker is idle (so a new request
+  // never waits for this one): up to keepalive_linger for the same client's
+  // next request, read and framed here. True with `*job` set when a whole
+  // request came. Otherwise the connection goes to the reactor as usual: no
+  // bytes in time, a hang-up, or (mid_request) part of a request, which the
+  // reactor goes on framing under the same deadline and limits.
+  bool NextOnSameConnection(Conn* c, Job* job) {
+    if (options_.keepalive_linger.count() <= 0 || !c->in.empty() || c->peer_closed) return false;
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu_);
+      if (idle_workers_ == 0 || workers_stop_) return false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (draining_) return false;
+    }
+    ReadyForNextRequest(c);
+    pollfd ready{c->fd, POLLIN | POLLRDHUP, 0};
+    if (::poll(&ready, 1, static_cast<int>(options_.keepalive_linger.count())) <= 0) return false;
+    char buf[16384];
+    const ssize_t n = ::recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0) c->peer_closed = true;
+    if (n <= 0) return false;
+    c->in.append(buf, static_cast<size_t>(n));
+    c->request_started = Clock::now();
+    if (c->framer.Feed(&c->in) != RequestFramer::Result::kComplete) {
+      c->mid_request = true;  // an error stays in the framer: the reactor answers it
+      lingered_partial_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    *job = FramedJob(c);
+    lingered_.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
 
   // The worker's own hand-back of a keep-alive connection (see the class
   // comment); false when the reactor must take the Message instead.
   bool HandBack(const Message& m) {
     Conn* c = m.conn;
-    if (m.kind != Message::kKeepAlive || !c->in.empty() || c->peer_closed) return false;
+    if (m.kind != Message::kKeepAlive || !c->in.empty() || c->peer_closed || c->mid_request) {
+      return false;
+    }
     ReadyForNextRequest(c);
     c->events = EPOLLIN | EPOLLRDHUP;
     // Into epoll first, then the swap: once it is done the reactor may close
@@ -836,6 +887,8 @@ class EdgeServer::Core {
   // Written by the reactor, read by tests (ReactorCounters).
   std::atomic<std::uint64_t> events_in_worker_{0};
   std::atomic<std::uint64_t> turns_{0};
+  std::atomic<std::uint64_t> lingered_{0};          // written by workers
+  std::atomic<std::uint64_t> lingered_partial_{0};  // written by workers
 
   mutable std::mutex mu_;
   int open_ = 0;                                      // guarded by mu_
@@ -852,6 +905,7 @@ class EdgeServer::Core {
   std::condition_variable jobs_cv_;
   std::deque<Job> jobs_;       // guarded by jobs_mu_
   bool workers_stop_ = false;  // guarded by jobs_mu_
+  int idle_workers_ = 0;       // guarded by jobs_mu_: waiting for a job
 };
 
 namespace {

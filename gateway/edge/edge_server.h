@@ -21,8 +21,12 @@
 //        if it left, the request is dropped unrun and logged
 //        (client_gone_before_handler); then httplib's process_request runs
 //        on a Stream that reads the framed request and writes the socket
-//        (blocking, with a write timeout per write). Keep-alive: the
-//        connection goes back to the reactor with any pipelined bytes.
+//        (blocking, with a write timeout per write). Keep-alive: while
+//        another worker is idle, the worker waits up to keepalive_linger
+//        for the same client's next request and frames it itself (a busy
+//        keep-alive client then costs no reactor turn and no hand-off);
+//        otherwise — or with no whole request in time — the connection goes
+//        back to the reactor with whatever bytes it has.
 //
 // A request whose client vanishes after this check runs to completion; which
 // routes are then safe to repeat is in README.md ("The HTTP edge").
@@ -58,6 +62,9 @@ struct EdgeOptions {
   int max_connections_per_address = 64;
   std::vector<base::Network> unlimited_addresses;  // trusted proxies: no per-address cap
   int workers = 64;
+  // After a keep-alive answer, how long a worker waits for the same client's
+  // next request, only while another worker is idle (0: never).
+  std::chrono::milliseconds keepalive_linger{2};
 };
 
 // A response body produced after the response head, pushed by the reactor
@@ -82,6 +89,8 @@ void DetachResponse(std::shared_ptr<PushStream> stream);
 struct ReactorCounters {
   std::uint64_t events_in_worker = 0;  // events for a connection its worker still held
   std::uint64_t turns = 0;             // passes of the reactor's loop
+  std::uint64_t lingered = 0;          // whole requests a lingering worker read (EdgeOptions)
+  std::uint64_t lingered_partial = 0;  // parts of one it handed to the reactor to finish
 };
 
 // Tests only: a worker calls `hook` between putting a keep-alive connection
