@@ -733,7 +733,8 @@ class EdgeServer::Core {
   }
 
   // After a keep-alive answer, while another worker is idle (so a new request
-  // never waits for this one): up to keepalive_linger for the same client's
+  // finds a worker; only a burst larger than the idle workers can wait, at
+  // most keepalive_linger, for this one): up to keepalive_linger for the same client's
   // next request, read and framed here. True with `*job` set when a whole
   // request came. Otherwise the connection goes to the reactor as usual: no
   // bytes in time, a hang-up, or (mid_request) part of a request, which the
