@@ -732,13 +732,14 @@ class EdgeServer::Core {
     }
   }
 
-  // After a keep-alive answer, while another worker is idle (so a new request
-  // finds a worker; only a burst larger than the idle workers can wait, at
-  // most keepalive_linger, for this one): up to keepalive_linger for the same client's
-  // next request, read and framed here. True with `*job` set when a whole
-  // request came. Otherwise the connection goes to the reactor as usual: no
-  // bytes in time, a hang-up, or (mid_request) part of a request, which the
-  // reactor goes on framing under the same deadline and limits.
+  // After a keep-alive answer, while another worker is idle: up to
+  // keepalive_linger for the same client's next request, read and framed
+  // here. True with `*job` set when a whole request came. Otherwise the
+  // connection goes to the reactor as usual: no bytes in time, a hang-up, or
+  // (mid_request) part of a request, which the reactor goes on framing under
+  // the same deadline and limits. A new request finds the idle worker; only a
+  // burst larger than the idle workers can wait for this one, at most the
+  // linger.
   bool NextOnSameConnection(Conn* c, Job* job) {
     if (options_.keepalive_linger.count() <= 0 || !c->in.empty() || c->peer_closed) return false;
     {
