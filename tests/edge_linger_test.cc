@@ -32,6 +32,10 @@ struct Served {
     port = server.bind_to_any_port("127.0.0.1");
     REQUIRE(port > 0);
     listener = std::thread([this] { server.listen_after_bind(); });
+    // A worker lingers only while another is idle: wait until every worker
+    // has started and waits, or the first answers could find none idle.
+    REQUIRE(paintlock::testing::Eventually(
+        [&] { return server.Counters().idle_workers == options.workers; }));
   }
   ~Served() {
     server.stop();

@@ -322,9 +322,10 @@ class EdgeServer::Core {
   }
 
   ReactorCounters Counters() const {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
     return {events_in_worker_.load(std::memory_order_relaxed),
             turns_.load(std::memory_order_relaxed), lingered_.load(std::memory_order_relaxed),
-            lingered_partial_.load(std::memory_order_relaxed)};
+            lingered_partial_.load(std::memory_order_relaxed), idle_workers_};
   }
 
   // Stops accepting work and waits until every connection is closed; then
@@ -903,7 +904,7 @@ class EdgeServer::Core {
   std::mutex inbox_mu_;
   std::deque<Message> inbox_;  // guarded by inbox_mu_
 
-  std::mutex jobs_mu_;
+  mutable std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
   std::deque<Job> jobs_;       // guarded by jobs_mu_
   bool workers_stop_ = false;  // guarded by jobs_mu_

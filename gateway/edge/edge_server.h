@@ -91,6 +91,7 @@ struct ReactorCounters {
   std::uint64_t turns = 0;             // passes of the reactor's loop
   std::uint64_t lingered = 0;          // whole requests a lingering worker read (EdgeOptions)
   std::uint64_t lingered_partial = 0;  // parts of one it handed to the reactor to finish
+  int idle_workers = 0;                // workers waiting for a request now
 };
 
 // Tests only: a worker calls `hook` between putting a keep-alive connection

@@ -106,7 +106,8 @@ class RawClient {
   enum class Read { kBytes, kEnd, kTimeout };
   // Appends what arrives before `deadline` to raw_.
   Read ReadMore(std::chrono::steady_clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return Read::kTimeout;
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return Read::kTimeout;
