@@ -41,14 +41,22 @@ std::unique_ptr<Database> Database::Open(const DatabaseOptions& options, std::st
   return db;
 }
 
-void ApplySessionSettings(pqxx::connection_base& c, const DatabaseOptions& options,
-                          const std::string& application_name) {
-  pqxx::nontransaction n(c);
-  n.exec("SET lock_timeout = " + std::to_string(options.lock_timeout.count()) +
+std::string SessionSettingsSql(const DatabaseOptions& options,
+                               const std::string& application_name) {
+  std::string quoted = "'";
+  for (char ch : application_name) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
+  quoted += "'";
+  return "SET lock_timeout = " + std::to_string(options.lock_timeout.count()) +
          "; SET statement_timeout = " + std::to_string(options.statement_timeout.count()) +
          "; SET idle_in_transaction_session_timeout = " +
          std::to_string(options.idle_in_transaction_timeout.count()) +
-         "; SET synchronous_commit = on; SET application_name = " + n.quote(application_name));
+         "; SET synchronous_commit = on; SET application_name = " + quoted;
+}
+
+void ApplySessionSettings(pqxx::connection_base& c, const DatabaseOptions& options,
+                          const std::string& application_name) {
+  pqxx::nontransaction n(c);
+  n.exec(SessionSettingsSql(options, application_name));
   n.commit();
 }
 
@@ -140,16 +148,12 @@ void Database::Give(std::unique_ptr<pqxx::connection> c) {
   freed_.notify_one();  // after the unlock: the waiter it wakes does not block on mu_ at once
 }
 
-namespace {
-
 bool IsUnavailableState(const std::string& sqlstate) {
   // 08: connection exceptions; 57014 statement timeout; 57P0x shutdown;
   // 53: insufficient resources (too many connections, disk full).
   return sqlstate.rfind("08", 0) == 0 || sqlstate == "57014" || sqlstate.rfind("57P0", 0) == 0 ||
          sqlstate.rfind("53", 0) == 0 || sqlstate == "25P03";
 }
-
-}  // namespace
 
 std::optional<DbFailure> Database::RunErased(const char* what, Effect effect,
                                              const std::function<void(pqxx::connection&)>& fn) {

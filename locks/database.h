@@ -86,6 +86,13 @@ using DbResult = std::variant<T, DbFailure>;
 // Throws what libpqxx throws.
 void ApplySessionSettings(pqxx::connection_base& c, const DatabaseOptions& options,
                           const std::string& application_name);
+// The SET statements ApplySessionSettings runs, as one string (for
+// connections libpqxx does not make: locks/async_pool.h).
+std::string SessionSettingsSql(const DatabaseOptions& options, const std::string& application_name);
+
+// An SQLSTATE that means "the database could not do it now" (a lost
+// connection, a timeout, a shutdown, no resources): kUnavailable.
+bool IsUnavailableState(const std::string& sqlstate);
 
 // The connection string with any password replaced by "***", for logs.
 std::string RedactConnectionString(const std::string& url);
