@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -43,6 +44,10 @@ std::atomic<void (*)()> g_hand_back_hook{nullptr};  // SetHandBackHookForTesting
 
 const char* Reason(int status) {
   switch (status) {
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
     case 400:
       return "Bad Request";
     case 408:
@@ -51,10 +56,20 @@ const char* Reason(int status) {
       return "Content Too Large";
     case 415:
       return "Unsupported Media Type";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 409:
+      return "Conflict";
     case 417:
       return "Expectation Failed";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
     case 501:
       return "Not Implemented";
     case 503:
@@ -66,8 +81,6 @@ const char* Reason(int status) {
   }
 }
 
-// A complete response for a request the edge refuses itself; the body has
-// the shape of gateway/http_errors.h (code, message).
 // An answer the edge gives itself, before any handler: the JSON error shape
 // and a fresh X-Request-Id, like every answer.
 std::string ErrorResponse(int status, const std::string& code, const std::string& message,
@@ -81,6 +94,57 @@ std::string ErrorResponse(int status, const std::string& code, const std::string
   if (retry_after_seconds > 0)
     out += "Retry-After: " + std::to_string(retry_after_seconds) + "\r\n";
   return out + "\r\n" + body;
+}
+
+// A reactor route's answer on the wire: httplib's Response with its length,
+// and Connection: close when the connection ends after it.
+std::string ResponseBytes(const httplib::Response& res, bool close) {
+  std::string out = "HTTP/1.1 " + std::to_string(res.status) + " " + Reason(res.status) + "\r\n";
+  for (const auto& [name, value] : res.headers) {
+    if (strcasecmp(name.c_str(), "Content-Length") == 0 ||
+        strcasecmp(name.c_str(), "Connection") == 0) {
+      continue;
+    }
+    out += name + ": " + value + "\r\n";
+  }
+  out += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  if (close) out += "Connection: close\r\n";
+  return out + "\r\n" + res.body;
+}
+
+// The framer's normalised request (request_framer.h: the request line, the
+// headers but framing ones, Content-Length, the body) as httplib's Request,
+// for a reactor route; false if it is not one a route could take.
+bool ParseFramed(const std::string& raw, const std::string& method, const std::string& target,
+                 httplib::Request* req) {
+  const size_t head_end = raw.find("\r\n\r\n");
+  const size_t line_end = raw.find("\r\n");
+  if (head_end == std::string::npos) return false;
+  const size_t version = raw.rfind(' ', line_end);
+  if (version == std::string::npos) return false;
+  req->method = method;
+  req->target = target;
+  req->version = raw.substr(version + 1, line_end - version - 1);
+  for (size_t at = line_end + 2; at < head_end + 2;) {
+    const size_t end = raw.find("\r\n", at);
+    const size_t colon = raw.find(':', at);
+    if (colon == std::string::npos || colon > end) return false;
+    size_t value = colon + 1;
+    while (value < end && (raw[value] == ' ' || raw[value] == '\t')) ++value;
+    size_t value_end = end;
+    while (value_end > value && (raw[value_end - 1] == ' ' || raw[value_end - 1] == '\t')) {
+      --value_end;
+    }
+    req->headers.emplace(raw.substr(at, colon - at), raw.substr(value, value_end - value));
+    at = end + 2;
+  }
+  req->body = raw.substr(head_end + 4);
+  const size_t query = target.find('?');
+  req->path = httplib::detail::decode_url(target.substr(0, query), false);
+  if (query != std::string::npos) {
+    httplib::detail::parse_query_text(target.substr(query + 1), req->params);
+  }
+  return true;
 }
 
 // Counts what the edge turned away before any handler ran: refused
@@ -316,6 +380,14 @@ class EdgeServer::Core {
     Wake();
   }
 
+  void SetRoutes(std::shared_ptr<ReactorRoutes> routes) {
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu_);
+      new_routes_ = std::move(routes);
+    }
+    Wake();
+  }
+
   int Open() const {
     std::lock_guard<std::mutex> lock(mu_);
     return open_;
@@ -324,8 +396,11 @@ class EdgeServer::Core {
   ReactorCounters Counters() const {
     std::lock_guard<std::mutex> lock(jobs_mu_);
     return {events_in_worker_.load(std::memory_order_relaxed),
-            turns_.load(std::memory_order_relaxed), lingered_.load(std::memory_order_relaxed),
-            lingered_partial_.load(std::memory_order_relaxed), idle_workers_};
+            turns_.load(std::memory_order_relaxed),
+            lingered_.load(std::memory_order_relaxed),
+            lingered_partial_.load(std::memory_order_relaxed),
+            idle_workers_,
+            served_on_reactor_.load(std::memory_order_relaxed)};
   }
 
   // Stops accepting work and waits until every connection is closed; then
@@ -359,7 +434,13 @@ class EdgeServer::Core {
   struct Conn {
     explicit Conn(const EdgeOptions& o)
         : framer(FramerLimits{o.max_header_bytes, o.max_body_bytes}) {}
-    enum class State { kReading, kInWorker, kPushing, kLingering } state = State::kReading;
+    enum class State {
+      kReading,
+      kInWorker,
+      kAtRoute,
+      kPushing,
+      kLingering
+    } state = State::kReading;
     int fd = -1;
     std::string ip;  // the client's
     int port = 0;
@@ -377,6 +458,11 @@ class EdgeServer::Core {
     std::atomic<int> hand_back{kWorking};  // kInWorker only (see the class comment)
     bool muted = false;                    // reactor only: out of epoll until taken back
     bool mid_request = false;              // a lingering worker framed part of the next request
+    // kAtRoute: which request the routes have (their answer names it), since when,
+    // and whether its answer is in `out`.
+    std::uint64_t route_serial = 0;
+    Clock::time_point routed_at;
+    bool answered = false;
   };
 
   struct Job {
@@ -522,6 +608,7 @@ class EdgeServer::Core {
   }
 
   void Dispatch(Conn* c) {
+    if (routes_ && routes_->Wants(c->framer.method(), c->framer.target()) && ServeHere(c)) return;
     Watch(c, 0);
     c->state = Conn::State::kInWorker;
     Job job = FramedJob(c);
@@ -530,6 +617,82 @@ class EdgeServer::Core {
       jobs_.push_back(std::move(job));
     }
     jobs_cv_.notify_one();
+  }
+
+  // On the reactor: offers the request c's framer has just completed to the
+  // routes; true when they took it (or the client had gone: closed).
+  bool ServeHere(Conn* c) {
+    auto req = std::make_shared<httplib::Request>();
+    // What a route cannot take, a worker's httplib answers as it sees fit.
+    if (!ParseFramed(c->framer.request(), c->framer.method(), c->framer.target(), req.get())) {
+      return false;
+    }
+    req->remote_addr = c->ip;
+    req->remote_port = c->port;
+    req->local_addr = c->local_ip;
+    req->local_port = c->local_port;
+    if (ClientGone(c)) {
+      LogClientGone(c->framer.method(), c->framer.target());
+      Close(c);
+      return true;
+    }
+    const Conn::State before = c->state;
+    c->state = Conn::State::kAtRoute;
+    c->route_serial = ++route_serials_;
+    c->routed_at = Clock::now();
+    c->answered = false;
+    const std::uint64_t serial = c->route_serial;
+    const bool close = c->framer.wants_close();
+    Watch(c, 0);  // nothing more is read until it is answered
+    const bool taken =
+        routes_->Serve(std::move(req), [this, c, serial, close](const httplib::Response& res) {
+          Answered(c, serial, close, res);
+        });
+    if (!taken) {
+      c->state = before;
+      return false;
+    }
+    served_on_reactor_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  // The routes' answer for request `serial` on `c` (which may be gone by now).
+  // Written at the end of the reactor's turn, never from inside Serve.
+  void Answered(Conn* c, std::uint64_t serial, bool close, const httplib::Response& res) {
+    if (conns_.count(c) == 0 || c->route_serial != serial || c->state != Conn::State::kAtRoute ||
+        c->answered) {
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      close = close || draining_;
+    }
+    c->out += ResponseBytes(res, close);
+    c->close_after_out = close;
+    c->answered = true;
+    c->out_since = Clock::now();
+    answered_.push_back(c);
+  }
+
+  void WriteAnswers() {
+    while (!answered_.empty()) {
+      std::vector<Conn*> answered;
+      answered.swap(answered_);
+      for (Conn* c : answered) {
+        if (conns_.count(c) != 0 && c->state == Conn::State::kAtRoute && c->answered) {
+          WriteAnswer(c);
+        }
+      }
+    }
+  }
+
+  // Sends a route's answer; then the connection reads its next request.
+  void WriteAnswer(Conn* c) {
+    if (!Flush(c)) return;  // closed: a write failed, or the answer was the last
+    if (!c->out.empty()) return Watch(c, EPOLLOUT);  // the rest when the socket takes it
+    c->state = Conn::State::kReading;
+    ReadyForNextRequest(c);
+    Advance(c);  // pipelined bytes may hold the next request already
   }
 
   // The request c's framer has just completed, for a worker.
@@ -593,6 +756,10 @@ class EdgeServer::Core {
     switch (c->state) {
       case Conn::State::kInWorker:
         return;
+      case Conn::State::kAtRoute:
+        if (events & (EPOLLERR | EPOLLHUP)) return Close(c);
+        if ((events & EPOLLOUT) && c->answered) WriteAnswer(c);
+        return;
       case Conn::State::kReading:
         if (events & EPOLLERR) return Close(c);
         return Advance(c);
@@ -637,6 +804,13 @@ class EdgeServer::Core {
       switch (c->state) {
         case Conn::State::kInWorker:
           break;
+        case Conn::State::kAtRoute:
+          if (c->answered ? now - c->out_since > options_.write_timeout
+                          : now - c->routed_at > options_.route_deadline) {
+            if (!c->answered) base::LogWarn("route_unanswered", {{"method", c->framer.method()}});
+            Close(c);
+          }
+          break;
         case Conn::State::kReading:
           if (c->framer.started()) {
             if (now - c->request_started > options_.request_deadline) {
@@ -667,21 +841,40 @@ class EdgeServer::Core {
     epoll_event events[256];
     auto last_sweep = Clock::now();
     auto last_pump = last_sweep;
+    auto routes_due = Clock::time_point::max();
     for (;;) {
-      const int n = epoll_wait(epoll_, events, 256, 100);
+      auto wait = std::chrono::milliseconds(100);
+      if (routes_due != Clock::time_point::max()) {
+        wait = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(routes_due - Clock::now()),
+                          std::chrono::milliseconds(0), wait);
+      }
+      const int n = epoll_wait(epoll_, events, 256, static_cast<int>(wait.count()));
       for (int i = 0; i < n; ++i) {
         if (events[i].data.ptr == nullptr) {
           std::uint64_t count;
           (void)!::read(wake_, &count, sizeof count);
           continue;
         }
+        const std::uint64_t tag = events[i].data.u64;
+        if (tag & kRoutesTag) {  // one of the routes' sockets (RoutesLoop)
+          if (routes_)
+            routes_->OnEvent(reinterpret_cast<void*>(tag & ~kRoutesTag), events[i].events);
+          continue;
+        }
         Conn* c = static_cast<Conn*>(events[i].data.ptr);
         if (conns_.count(c) != 0) OnEvent(c, events[i].events);
       }
       std::deque<Message> inbox;
+      std::shared_ptr<ReactorRoutes> new_routes;
       {
         std::lock_guard<std::mutex> lock(inbox_mu_);
         inbox.swap(inbox_);
+        new_routes.swap(new_routes_);
+      }
+      if (new_routes) {
+        if (routes_) routes_->Stop();
+        routes_ = std::move(new_routes);
+        routes_->Start(routes_loop_);
       }
       for (auto& m : inbox) {
         if (m.kind == Message::kNew) {
@@ -708,9 +901,14 @@ class EdgeServer::Core {
         Sweep(now, pump, draining);
         last_sweep = now;
       }
+      if (routes_) routes_due = routes_->Tick(now);
+      WriteAnswers();
       if (draining && conns_.empty()) {
         std::lock_guard<std::mutex> lock(inbox_mu_);
-        if (inbox_.empty()) return;
+        if (inbox_.empty()) {
+          if (routes_) routes_->Stop();
+          return;
+        }
       }
     }
   }
@@ -831,9 +1029,7 @@ class EdgeServer::Core {
   Message Serve(Job& job) {
     Conn* c = job.conn;
     if (ClientGone(c)) {
-      CountRefusal("client_gone");
-      base::LogInfo("client_gone_before_handler",
-                    {{"method", job.method}, {"path", LoggablePath(job.target)}});
+      LogClientGone(job.method, job.target);
       return {Message::kClose, c, nullptr};
     }
     bool draining;
@@ -864,6 +1060,12 @@ class EdgeServer::Core {
     return {Message::kKeepAlive, c, nullptr};
   }
 
+  static void LogClientGone(const std::string& method, const std::string& target) {
+    CountRefusal("client_gone");
+    base::LogInfo("client_gone_before_handler",
+                  {{"method", method}, {"path", LoggablePath(target)}});
+  }
+
   // True when the client has closed or reset its side: a FIN already read
   // by the reactor, or one waiting in the socket (recv peeks 0), or an error.
   static bool ClientGone(const Conn* c) {
@@ -883,15 +1085,34 @@ class EdgeServer::Core {
   std::vector<std::thread> workers_;
   std::atomic<bool> push_wake_{false};
 
+  // The routes' sockets in the reactor's epoll: their tags with the low bit
+  // set (a Conn* and the routes' own tags are aligned, the wake-up is null).
+  static constexpr std::uint64_t kRoutesTag = 1;
+  class RoutesLoop : public locks::AsyncLoop {
+   public:
+    explicit RoutesLoop(const int& epoll) : epoll_(epoll) {}
+    void Watch(int fd, std::uint32_t events, void* tag) override {
+      locks::WatchInEpoll(epoll_, fd, events, reinterpret_cast<std::uintptr_t>(tag) | kRoutesTag);
+    }
+
+   private:
+    const int& epoll_;
+  };
+
   // Reactor thread only.
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> muted_;  // kInWorker connections taken out of epoll (Mute)
+  std::shared_ptr<ReactorRoutes> routes_;
+  RoutesLoop routes_loop_{epoll_};
+  std::uint64_t route_serials_ = 0;
+  std::vector<Conn*> answered_;  // kAtRoute connections whose answer waits to be written
 
   // Written by the reactor, read by tests (ReactorCounters).
   std::atomic<std::uint64_t> events_in_worker_{0};
   std::atomic<std::uint64_t> turns_{0};
   std::atomic<std::uint64_t> lingered_{0};          // written by workers
   std::atomic<std::uint64_t> lingered_partial_{0};  // written by workers
+  std::atomic<std::uint64_t> served_on_reactor_{0};
 
   mutable std::mutex mu_;
   int open_ = 0;                                      // guarded by mu_
@@ -902,7 +1123,8 @@ class EdgeServer::Core {
   Clock::time_point last_refusal_log_;                // guarded by mu_
 
   std::mutex inbox_mu_;
-  std::deque<Message> inbox_;  // guarded by inbox_mu_
+  std::deque<Message> inbox_;                  // guarded by inbox_mu_
+  std::shared_ptr<ReactorRoutes> new_routes_;  // guarded by inbox_mu_: SetRoutes
 
   mutable std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
@@ -945,6 +1167,10 @@ bool EdgeServer::ServeOne(httplib::Stream& stream, bool close_connection, bool* 
 }
 
 void EdgeServer::WakePushStreams() { core_->WakePush(); }
+
+void EdgeServer::SetReactorRoutes(std::shared_ptr<ReactorRoutes> routes) {
+  core_->SetRoutes(std::move(routes));
+}
 
 int EdgeServer::OpenConnections() const { return core_->Open(); }
 

@@ -16,6 +16,10 @@
 //     └─ owns detached responses (PushStream: the SSE availability stream),
 //        written non-blocking; a client that closes is noticed at once
 //        (EPOLLRDHUP/EPOLLHUP/EPIPE) and its PushStream destroyed.
+//     ├─ answers the requests its ReactorRoutes take (SetReactorRoutes):
+//        routes that need only statements driven with asynchronous libpq
+//        (locks/async_pool.h), whose sockets join the reactor's epoll, so
+//        such a request costs no hand-off and no thread sleeps on PostgreSQL;
 //   workers (a fixed pool)
 //     └─ first check that the client is still there (no FIN or RST seen):
 //        if it left, the request is dropped unrun and logged
@@ -39,15 +43,19 @@
 // Thread-safe: the public functions may be called from any thread.
 #pragma once
 
+#include <httplib.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/visitor.h"
 #include "base/wide_backlog_server.h"
+#include "locks/async_pool.h"
 
 namespace paintlock::gateway::edge {
 
@@ -65,6 +73,34 @@ struct EdgeOptions {
   // After a keep-alive answer, how long a worker waits for the same client's
   // next request, only while another worker is idle (0: never).
   std::chrono::milliseconds keepalive_linger{2};
+  // A request a ReactorRoutes took and has not answered in this long: its
+  // connection is closed (the routes' own deadlines come first).
+  std::chrono::milliseconds route_deadline{30000};
+};
+
+// Requests the reactor answers itself, without a worker (the class comment).
+// Every call is on the reactor thread; none may block.
+class ReactorRoutes {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Answer = std::function<void(const httplib::Response&)>;
+  virtual ~ReactorRoutes() = default;
+  // When the reactor takes the routes: the loop their sockets join.
+  virtual void Start(locks::AsyncLoop& loop) = 0;
+  // When the reactor stops, after its last connection closed: let go of
+  // everything Start made (nothing is waiting for an answer then).
+  virtual void Stop() = 0;
+  // From the request line alone, cheaply: whether Serve may take the request.
+  virtual bool Wants(const std::string& method, const std::string& target) const = 0;
+  // A whole request Wants() chose, parsed (remote_addr included). False: not
+  // taken after all, nothing done; a worker serves it. True: `answer` is
+  // called exactly once, now or later, with the whole response (the edge adds
+  // Content-Length, and Connection: close when the connection ends after it).
+  virtual bool Serve(std::shared_ptr<httplib::Request> req, Answer answer) = 0;
+  // An event for a tag the routes passed to AsyncLoop::Watch.
+  virtual void OnEvent(void* tag, std::uint32_t events) = 0;
+  // Timers; returns when the routes next need a call.
+  virtual Clock::time_point Tick(Clock::time_point now) = 0;
 };
 
 // A response body produced after the response head, pushed by the reactor
@@ -87,11 +123,12 @@ bool CanDetachResponse();
 void DetachResponse(std::shared_ptr<PushStream> stream);
 
 struct ReactorCounters {
-  std::uint64_t events_in_worker = 0;  // events for a connection its worker still held
-  std::uint64_t turns = 0;             // passes of the reactor's loop
-  std::uint64_t lingered = 0;          // whole requests a lingering worker read (EdgeOptions)
-  std::uint64_t lingered_partial = 0;  // parts of one it handed to the reactor to finish
-  int idle_workers = 0;                // workers waiting for a request now
+  std::uint64_t events_in_worker = 0;   // events for a connection its worker still held
+  std::uint64_t turns = 0;              // passes of the reactor's loop
+  std::uint64_t lingered = 0;           // whole requests a lingering worker read (EdgeOptions)
+  std::uint64_t lingered_partial = 0;   // parts of one it handed to the reactor to finish
+  int idle_workers = 0;                 // workers waiting for a request now
+  std::uint64_t served_on_reactor = 0;  // requests ReactorRoutes took
 };
 
 // Tests only: a worker calls `hook` between putting a keep-alive connection
@@ -107,6 +144,11 @@ class EdgeServer : public base::WideBacklogServer {
 
   // Asks every push stream for new bytes soon (call after a change).
   void WakePushStreams();
+
+  // Hands the reactor the routes it answers itself (once, before or after
+  // listening; requests framed before it takes them go to the workers). The
+  // edge owns them from now on.
+  void SetReactorRoutes(std::shared_ptr<ReactorRoutes> routes);
 
   // Connections open now (all states).
   int OpenConnections() const;

@@ -1,0 +1,177 @@
+// Requests the edge's reactor answers itself (gateway/edge/edge_server.h,
+// ReactorRoutes): an EdgeServer in this process with routes of the test's own,
+// whose deferred answers wait on an eventfd in the reactor's epoll (as the
+// gateway's wait on PostgreSQL sockets), and raw loopback connections.
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gateway/edge/edge_server.h"
+#include "tests/support/harness.h"
+#include "tests/support/raw_client.h"
+
+using paintlock::gateway::edge::EdgeOptions;
+using paintlock::gateway::edge::EdgeServer;
+using paintlock::gateway::edge::ReactorRoutes;
+using paintlock::testing::Eventually;
+using paintlock::testing::RawClient;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr milliseconds kAnswerWithin{5000};
+
+// POST /now is answered inside Serve; POST /later once the test calls
+// Release(); anything else is left to the workers.
+class TestRoutes : public ReactorRoutes {
+ public:
+  TestRoutes() : release_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  ~TestRoutes() override { close(release_); }
+
+  void Start(paintlock::locks::AsyncLoop& loop) override {
+    loop_ = &loop;
+    loop.Watch(release_, EPOLLIN, this);
+    started_ = true;
+  }
+  void Stop() override {
+    loop_->Watch(release_, 0, this);
+    stopped_ = true;
+  }
+  bool Wants(const std::string& method, const std::string& target) const override {
+    return method == "POST" && (target == "/now" || target == "/later");
+  }
+  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer) override {
+    httplib::Response res;
+    res.status = 200;
+    res.set_header("X-Served-By", "reactor");
+    res.set_content(req->get_header_value("X-Name") + ":" + req->body, "text/plain");
+    if (req->path == "/now") {
+      answer(res);
+    } else {
+      waiting_.emplace_back(std::move(answer), std::move(res));
+      ++waiting_count_;
+    }
+    return true;
+  }
+  void OnEvent(void*, std::uint32_t) override {
+    std::uint64_t n;
+    (void)!read(release_, &n, sizeof n);
+    for (auto& [answer, res] : waiting_) answer(res);
+    waiting_count_ -= static_cast<int>(waiting_.size());
+    waiting_.clear();
+  }
+  Clock::time_point Tick(Clock::time_point) override { return Clock::time_point::max(); }
+
+  // From the test's thread.
+  void Release() {
+    const std::uint64_t one = 1;
+    (void)!write(release_, &one, sizeof one);
+  }
+  std::atomic<int> waiting_count_{0};
+  std::atomic<bool> started_{false}, stopped_{false};
+
+ private:
+  int release_;
+  paintlock::locks::AsyncLoop* loop_ = nullptr;
+  std::deque<std::pair<Answer, httplib::Response>> waiting_;  // reactor thread only
+};
+
+struct Served {
+  Served() : server(EdgeOptions{}), routes(std::make_shared<TestRoutes>()) {
+    server.Get("/w", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("worker", "text/plain");
+    });
+    server.Post("/now", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("a worker took /now", "text/plain");
+    });
+    server.SetReactorRoutes(routes);
+    port = server.bind_to_any_port("127.0.0.1");
+    REQUIRE(port > 0);
+    listener = std::thread([this] { server.listen_after_bind(); });
+    REQUIRE(Eventually([&] { return routes->started_.load(); }));
+  }
+  ~Served() {
+    if (listener.joinable()) Stop();
+  }
+  void Stop() {
+    server.stop();
+    listener.join();
+  }
+  EdgeServer server;
+  std::shared_ptr<TestRoutes> routes;
+  int port = 0;
+  std::thread listener;
+};
+
+std::string Post(const std::string& path, const std::string& name, const std::string& body,
+                 const std::string& extra = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: test\r\nX-Name: " + name + "\r\n" + extra +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "edge reactor routes: taken requests are answered by the reactor, in order with a "
+    "worker's") {
+  Served s;
+  RawClient client(s.port);
+  REQUIRE(client.connected());
+  // Pipelined: the reactor's, a worker's, the reactor's again.
+  REQUIRE(client.Send(Post("/now", "one", "a") + "GET /w HTTP/1.1\r\nHost: test\r\n\r\n" +
+                      Post("/now", "two", "bc")));
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  CHECK(client.body() == "one:a");
+  CHECK(client.head().find("X-Served-By: reactor") != std::string::npos);
+  CHECK(client.head().find("Content-Length: 5") != std::string::npos);
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  CHECK(client.body() == "worker");
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  CHECK(client.body() == "two:bc");
+  CHECK(s.server.Counters().served_on_reactor == 2);
+}
+
+TEST_CASE(
+    "edge reactor routes: a deferred answer comes when the routes give it, and the "
+    "connection goes on") {
+  Served s;
+  RawClient client(s.port);
+  REQUIRE(client.connected());
+  REQUIRE(client.Send(Post("/later", "late", "x") + Post("/now", "next", "y")));
+  REQUIRE(Eventually([&] { return s.routes->waiting_count_ == 1; }));
+  s.routes->Release();
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  CHECK(client.body() == "late:x");
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);  // read only once the first was answered
+  CHECK(client.body() == "next:y");
+
+  // Connection: close is honoured: the answer says so, then the connection ends.
+  REQUIRE(client.Send(Post("/now", "last", "z", "Connection: close\r\n")));
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  CHECK(client.head().find("Connection: close") != std::string::npos);
+  CHECK(client.WaitClosed(kAnswerWithin));
+}
+
+TEST_CASE("edge reactor routes: a stop waits for a deferred answer, which closes its connection") {
+  Served s;
+  RawClient client(s.port);
+  REQUIRE(client.connected());
+  REQUIRE(client.Send(Post("/later", "drained", "d")));
+  REQUIRE(Eventually([&] { return s.routes->waiting_count_ == 1; }));
+  std::thread stopper([&] { s.Stop(); });
+  s.routes->Release();
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  CHECK(client.body() == "drained:d");
+  CHECK(client.WaitClosed(kAnswerWithin));
+  stopper.join();
+  CHECK(s.routes->stopped_);
+}
