@@ -193,6 +193,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Seconds("PAINTLOCK_LINE_CLAIM_SECONDS", 1, 3600, &c.line_claim);
   r.Integer("PAINTLOCK_HTTP_THREADS", 2, 1024, "a whole number", &c.http_threads);
   r.Integer("PAINTLOCK_DB_POOL", 1, 512, "a whole number", &c.database.pool_size);
+  r.Integer("PAINTLOCK_DB_ASYNC_CONNECTIONS", 0, 512, "a whole number", &c.db_async_connections);
   r.Millis("PAINTLOCK_DB_LOCK_TIMEOUT_MS", 10, 60000, &c.database.lock_timeout);
   r.Millis("PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", 100, 600000, &c.database.statement_timeout);
   if (auto v = r.Get("PAINTLOCK_DB_STATEMENTS")) {
@@ -321,6 +322,8 @@ std::string ConfigHelp() {
   PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS  open connections per client IP, beyond: 503 at once;
                                     PAINTLOCK_TRUSTED_PROXIES are exempt (default 64)
   PAINTLOCK_DB_POOL                 PostgreSQL connections (default 32)
+  PAINTLOCK_DB_ASYNC_CONNECTIONS    more connections, driven asynchronously by the HTTP edge's
+                                    reactor for rate-limit takes; 0: workers take (default 8)
   PAINTLOCK_DB_LOCK_TIMEOUT_MS      lock_timeout (default 1000)
   PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
   PAINTLOCK_DB_STATEMENTS           named | unnamed: unnamed statements work through PgBouncer's

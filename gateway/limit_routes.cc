@@ -20,33 +20,9 @@ std::vector<std::string> BucketNames(const std::vector<locks::RateBucket>& bucke
 // ------------------------------------------------------------ rate limits --
 
 void Take(locks::RateLimiter& limiter, const httplib::Request& req, httplib::Response& res) {
-  const std::string key = req.matches[1];
-  if (!locks::IsValidRateKey(key)) {
-    return WriteError(res, InvalidRequest("A rate-limit key is 1 to 200 letters, digits and "
-                                          "_.:@- (\"bucket:subject\").",
-                                          "key"));
-  }
-  auto parsed = ParseTakeRequest(req.body);
-  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e));
-  const TakeRequest& take = std::get<TakeRequest>(parsed);
-
-  const locks::TakeOutcome outcome = limiter.Take(key, take.bucket, take.cost);
-  std::visit(
-      [&](const auto& o) {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, locks::RateAllowed>) {
-          WriteJson(res, 200, {{"allowed", true}, {"key", o.key}, {"remaining", o.remaining}});
-        } else if constexpr (std::is_same_v<T, locks::RateLimited>) {
-          WriteError(res, ErrorFor(o));
-        } else if constexpr (std::is_same_v<T, locks::UnknownBucket>) {
-          WriteError(res, ErrorFor(o, BucketNames(limiter.buckets())));
-        } else if constexpr (std::is_same_v<T, locks::CostOverCapacity>) {
-          WriteError(res, ErrorFor(o));
-        } else {
-          WriteError(res, ErrorFor(o, Surface::kLimits));
-        }
-      },
-      outcome);
+  TakeCall call;
+  if (!ReadTake(req, res, &call)) return;
+  WriteTake(limiter, limiter.Take(call.key, call.request.bucket, call.request.cost), res);
 }
 
 // ----------------------------------------------------------------- leases --
@@ -176,12 +152,46 @@ auto Guarded(const AuthorizeFn& authorized, Store& store,
 
 }  // namespace
 
+bool ReadTake(const httplib::Request& req, httplib::Response& res, TakeCall* call) {
+  call->key = req.matches[1];
+  if (!locks::IsValidRateKey(call->key)) {
+    WriteError(res, InvalidRequest("A rate-limit key is 1 to 200 letters, digits and "
+                                   "_.:@- (\"bucket:subject\").",
+                                   "key"));
+    return false;
+  }
+  auto parsed = ParseTakeRequest(req.body);
+  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e)), false;
+  call->request = std::get<TakeRequest>(std::move(parsed));
+  return true;
+}
+
+void WriteTake(const locks::RateLimiter& limiter, const locks::TakeOutcome& outcome,
+               httplib::Response& res) {
+  std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, locks::RateAllowed>) {
+          WriteJson(res, 200, {{"allowed", true}, {"key", o.key}, {"remaining", o.remaining}});
+        } else if constexpr (std::is_same_v<T, locks::RateLimited>) {
+          WriteError(res, ErrorFor(o));
+        } else if constexpr (std::is_same_v<T, locks::UnknownBucket>) {
+          WriteError(res, ErrorFor(o, BucketNames(limiter.buckets())));
+        } else if constexpr (std::is_same_v<T, locks::CostOverCapacity>) {
+          WriteError(res, ErrorFor(o));
+        } else {
+          WriteError(res, ErrorFor(o, Surface::kLimits));
+        }
+      },
+      outcome);
+}
+
 void InstallLimitRoutes(httplib::Server& server, const LimitRoutes& routes) {
   if (routes.credits) {
     InstallCreditRoutes(server, routes.authorized, *routes.credits, routes.idempotency);
   }
   if (routes.rate_limiter) {
-    server.Post(R"(/v1/ratelimits/([^/]+)/take)",
+    server.Post(kRateLimitTakeRoute,
                 Guarded(routes.authorized, *routes.rate_limiter, Take, routes.idempotency));
   }
   if (routes.leases) {

@@ -3,10 +3,15 @@
 // Server-to-server: every route needs the API key.
 //
 //   POST   /v1/ratelimits/{key}/take      {"cost"?, "bucket"?} → 200, or 429 + Retry-After
-//   POST   /v1/leases/{name}              {"holder", "ttl_seconds"} → 200 + token, or 409
-//   lease_held POST   /v1/leases/{name}/renew        {"holder", "token", "ttl_seconds"} → 200, or
-//   409 lease_lost DELETE /v1/leases/{name}?holder=…&token=… GET    /v1/leases/{name}
-// plus the credit routes of gateway/credit_routes.h.
+//   POST   /v1/leases/{name}              {"holder", "ttl_seconds"} → 200 + token,
+//                                         or 409 lease_held
+//   POST   /v1/leases/{name}/renew        {"holder", "token", "ttl_seconds"} → 200,
+//                                         or 409 lease_lost
+//   DELETE /v1/leases/{name}?holder=…&token=…
+//   GET    /v1/leases/{name}
+// plus the credit routes of gateway/credit_routes.h. A take without an
+// Idempotency-Key is answered by the edge's reactor when the gateway has
+// asynchronous connections (gateway/reactor_routes.h), with the functions below.
 //
 // The gateway also limits its own POST /v1/checkout per visitor
 // (CheckoutRateLimit), before any reservation is attempted.
@@ -20,6 +25,7 @@
 #include "gateway/credit_routes.h"
 #include "gateway/http_errors.h"
 #include "gateway/idempotency.h"
+#include "gateway/limit_requests.h"
 #include "gateway/limit_routes_parsing.h"
 #include "gateway/middleware.h"
 #include "locks/credits.h"
@@ -38,6 +44,18 @@ struct LimitRoutes {
 };
 
 void InstallLimitRoutes(httplib::Server& server, const LimitRoutes& routes);
+
+// The take's route, and its two halves around the statement (shared by the
+// worker's handler and the reactor's, gateway/reactor_routes.h).
+inline constexpr const char* kRateLimitTakeRoute = R"(/v1/ratelimits/([^/]+)/take)";
+struct TakeCall {
+  std::string key;  // as in the path (req.matches[1])
+  TakeRequest request;
+};
+// False with the 4xx written when the key or the body is not a take.
+bool ReadTake(const httplib::Request& req, httplib::Response& res, TakeCall* call);
+void WriteTake(const locks::RateLimiter& limiter, const locks::TakeOutcome& outcome,
+               httplib::Response& res);
 
 // The per-visitor limit on POST /v1/checkout: one token of the "checkout"
 // bucket per attempt, keyed by base::VisitorIdentity (an HMAC of the client

@@ -49,35 +49,42 @@ bool RequireApiKey(const Config& config, const httplib::Request& req, httplib::R
   return false;
 }
 
+bool BeginRequest(const Config& config, const httplib::Request& req, httplib::Response& res) {
+  std::string id = req.get_header_value("X-Request-Id");
+  if (!SaneRequestId(id)) id = base::NewRequestId();
+  base::SetCurrentRequestId(id);
+  res.set_header("X-Request-Id", id);
+  res.set_header("Cache-Control", "no-store");
+  return ApplyCors(config.allowed_origins, req, res);
+}
+
+void EndRequest(const httplib::Request& req, const httplib::Response& res,
+                std::chrono::steady_clock::time_point started) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  nlohmann::json fields = {{"method", req.method},
+                           {"path", LoggablePath(req.path)},
+                           {"status", res.status},
+                           {"duration_ms", std::round(ms * 100) / 100}};
+  CountRequest(req, res, ms / 1000);
+  if (res.status >= 500) {
+    base::LogWarn("request", fields);
+  } else {
+    base::LogInfo("request", fields);
+  }
+  base::SetCurrentRequestId("");
+}
+
 void InstallMiddleware(httplib::Server& server, const Config& config) {
   server.set_pre_routing_handler([&config](const httplib::Request& req, httplib::Response& res) {
-    std::string id = req.get_header_value("X-Request-Id");
-    if (!SaneRequestId(id)) id = base::NewRequestId();
-    base::SetCurrentRequestId(id);
     t_request_start = std::chrono::steady_clock::now();
-    res.set_header("X-Request-Id", id);
-    res.set_header("Cache-Control", "no-store");
-    if (ApplyCors(config.allowed_origins, req, res))
-      return httplib::Server::HandlerResponse::Handled;
-    return httplib::Server::HandlerResponse::Unhandled;
+    return BeginRequest(config, req, res) ? httplib::Server::HandlerResponse::Handled
+                                          : httplib::Server::HandlerResponse::Unhandled;
   });
 
   server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     if (base::CurrentRequestId().empty()) return;  // never routed (rejected while reading)
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                                t_request_start)
-                          .count();
-    nlohmann::json fields = {{"method", req.method},
-                             {"path", LoggablePath(req.path)},
-                             {"status", res.status},
-                             {"duration_ms", std::round(ms * 100) / 100}};
-    CountRequest(req, res, ms / 1000);
-    if (res.status >= 500) {
-      base::LogWarn("request", fields);
-    } else {
-      base::LogInfo("request", fields);
-    }
-    base::SetCurrentRequestId("");
+    EndRequest(req, res, t_request_start);
   });
 
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {

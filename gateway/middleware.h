@@ -10,6 +10,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -18,6 +19,16 @@
 namespace paintlock::gateway {
 
 void InstallMiddleware(httplib::Server& server, const Config& config);
+
+// The middleware's two halves, for a request served outside httplib (the
+// edge's reactor routes, gateway/reactor_routes.h), on the thread serving it:
+// BeginRequest sets the request id (thread-local, for log lines, and the
+// X-Request-Id header), Cache-Control and the CORS headers, and is true when
+// that answered the request already (a preflight); EndRequest writes the
+// access-log line, counts the request, and clears the request id.
+bool BeginRequest(const Config& config, const httplib::Request& req, httplib::Response& res);
+void EndRequest(const httplib::Request& req, const httplib::Response& res,
+                std::chrono::steady_clock::time_point started);
 
 // False (and the 401 written) unless the request carries
 // Authorization: Bearer <PAINTLOCK_API_KEY>; compared in constant time.

@@ -21,6 +21,7 @@
 #include "gateway/limit_routes.h"
 #include "gateway/metrics_routes.h"
 #include "gateway/quota_routes.h"
+#include "gateway/reactor_routes.h"
 #include "gateway/server.h"
 #include "gateway/stripe_budget.h"
 #include "locks/audit.h"
@@ -240,6 +241,10 @@ int main(int argc, char** argv) {
   services.availability = &availability;
   gateway::HttpApi api(config, services);
   api.Install(server);
+  // Rate-limit takes answered by the edge's reactor on connections of their own.
+  if (config.db_async_connections > 0) {
+    server.SetReactorRoutes(std::make_shared<gateway::ReactorTakes>(config, rate_limiter));
+  }
   // GET /metrics (PAINTLOCK_METRICS): holds are read at most every 5 s.
   locks::HoldCounts hold_counts(*db, std::chrono::seconds(5));
   gateway::MetricsEndpoint metrics({db.get(), &hold_counts, &availability, &checkout});

@@ -1,30 +1,65 @@
 #include "locks/rate_limits.h"
 
+#include <algorithm>
+
 #include "locks/statements.h"
 
 namespace paintlock::locks {
 
-TakeOutcome RateLimiter::Take(const std::string& key, const std::string& bucket,
-                              std::int64_t cost) {
+namespace {
+
+// The statement's row (its columns as text), as the take's outcome.
+TakeOutcome Decided(const std::string& key, const std::string& allowed,
+                    const std::string& remaining, const std::string& retry_after) {
+  const std::int64_t left = std::stoll(remaining);
+  if (allowed == "t") return RateAllowed{key, left};
+  const std::int64_t wait = retry_after.empty() ? 1 : std::stoll(retry_after);
+  return RateLimited{key, left, static_cast<int>(std::min<std::int64_t>(wait, 1000000000))};
+}
+
+}  // namespace
+
+std::variant<std::vector<std::string>, TakeOutcome> RateLimiter::Prepare(const std::string& key,
+                                                                         const std::string& bucket,
+                                                                         std::int64_t cost) const {
   BucketKeyProblem problem = BucketKeyProblem::kNoBucket;
   std::string name;
   auto resolved = ResolveBucketKey(buckets_, key, bucket, &problem, &name);
   if (!resolved) return UnknownBucket{name};
   const RateBucket& b = *resolved->bucket;
   if (cost > b.capacity) return CostOverCapacity{cost, b.capacity};
+  return std::vector<std::string>{resolved->key, std::to_string(cost), std::to_string(b.capacity),
+                                  pqxx::to_string(b.refill_per_second)};
+}
 
+TakeOutcome RateLimiter::Take(const std::string& key, const std::string& bucket,
+                              std::int64_t cost) {
+  auto prepared = Prepare(key, bucket, cost);
+  if (auto* early = std::get_if<TakeOutcome>(&prepared)) return *early;
+  const auto& p = std::get<std::vector<std::string>>(prepared);
   auto taken = db_.Run("ratelimit_take", [&](pqxx::connection& c) -> TakeOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    pqxx::row row = Exec1(n, "ratelimit_take", resolved->key, static_cast<int>(cost),
-                          std::to_string(b.capacity), b.refill_per_second);
-    const std::int64_t remaining = row["remaining"].as<std::int64_t>();
-    if (row["allowed"].as<bool>()) return RateAllowed{resolved->key, remaining};
-    const std::int64_t wait = row["retry_after"].as<std::int64_t>(1);
-    return RateLimited{resolved->key, remaining,
-                       static_cast<int>(std::min<std::int64_t>(wait, 1000000000))};
+    pqxx::row row = Exec1(n, "ratelimit_take", p[0], p[1], p[2], p[3]);
+    return Decided(p[0], row["allowed"].c_str(), row["remaining"].c_str(),
+                   row["retry_after"].is_null() ? "" : row["retry_after"].c_str());
   });
   if (auto* failure = std::get_if<DbFailure>(&taken)) return *failure;
   return std::get<TakeOutcome>(std::move(taken));
+}
+
+void RateLimiter::TakeAsync(AsyncPool& pool, int statement, const std::string& key,
+                            const std::string& bucket, std::int64_t cost,
+                            std::function<void(TakeOutcome)> done) {
+  auto prepared = Prepare(key, bucket, cost);
+  if (auto* early = std::get_if<TakeOutcome>(&prepared)) return done(std::move(*early));
+  auto params = std::get<std::vector<std::string>>(std::move(prepared));
+  std::string stored_key = params[0];
+  pool.Submit(statement, std::move(params),
+              [key = std::move(stored_key), done = std::move(done)](AsyncReply reply) {
+                if (!reply.ok() || reply.rows() != 1) return done(reply.Failure("ratelimit_take"));
+                done(Decided(key, reply.Value(0, "allowed"), reply.Value(0, "remaining"),
+                             reply.Value(0, "retry_after")));
+              });
 }
 
 }  // namespace paintlock::locks

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "locks/async_pool.h"
 #include "locks/database.h"
 #include "locks/rate_limits_config.h"
 
@@ -50,10 +52,22 @@ class RateLimiter {
   // Takes `cost` (≥ 1) tokens from `key`'s bucket (see ResolveBucketKey for
   // how `key` and `bucket` name it). `key` must pass IsValidRateKey.
   TakeOutcome Take(const std::string& key, const std::string& bucket, std::int64_t cost);
+  // The same take with asynchronous libpq: `statement` is sql/queries/
+  // ratelimit_take.sql's index in `pool`'s statements. `done` gets the outcome
+  // on the pool's thread — before TakeAsync returns when no statement is needed
+  // (an unknown bucket, a cost over the capacity).
+  void TakeAsync(AsyncPool& pool, int statement, const std::string& key, const std::string& bucket,
+                 std::int64_t cost, std::function<void(TakeOutcome)> done);
 
   const std::vector<RateBucket>& buckets() const { return buckets_; }
 
  private:
+  // The statement's parameters ($1 key, $2 cost, $3 capacity, $4 refill), or
+  // the outcome when no statement is needed.
+  std::variant<std::vector<std::string>, TakeOutcome> Prepare(const std::string& key,
+                                                              const std::string& bucket,
+                                                              std::int64_t cost) const;
+
   Database& db_;
   const std::vector<RateBucket> buckets_;
 };

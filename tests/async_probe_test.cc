@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/support/harness.h"
+#include "tests/support/take_tally.h"
 
 using namespace paintlock::testing;
 
@@ -27,23 +28,15 @@ TEST_CASE("bench: the async probe grants exactly a bucket's budget and answers a
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
   CHECK(Request(base, "GET", "/readyz").status == 200);
 
-  std::atomic<int> allowed{0}, limited{0}, other{0};
+  TakeTally tally;
   RunConcurrently(12, [&](int) {
-    const Reply r =
-        PostJson(base, "/v1/ratelimits/api:caller/take", nlohmann::json::object(), ApiKeyHeader());
-    if (r.status == 200 && r.json["allowed"] == true && r.json["key"] == "api:caller") {
-      ++allowed;
-    } else if (r.status == 429 && r.json["code"] == "rate_limited" &&
-               r.Header("Retry-After") ==
-                   std::to_string(r.json["retry_after_seconds"].get<int>())) {
-      ++limited;
-    } else {
-      ++other;
-    }
+    tally.Count(
+        PostJson(base, "/v1/ratelimits/api:caller/take", nlohmann::json::object(), ApiKeyHeader()),
+        "api:caller");
   });
-  CHECK(allowed == 3);
-  CHECK(limited == 9);
-  CHECK(other == 0);
+  CHECK(tally.allowed == 3);
+  CHECK(tally.limited == 9);
+  CHECK(tally.other == 0);
   CHECK(db.Scalar("SELECT floor(tokens) FROM rate_limit_buckets WHERE key = 'api:caller'") == "0");
 
   const auto take = [&](const std::string& key, const httplib::Headers& headers) {
