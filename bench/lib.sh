@@ -49,8 +49,9 @@ bench_free_port() {
 }
 
 # bench_start_gateway DB_URL NAME [VAR=VALUE...]: a gateway with the bench
-# API key, a dead Stripe, one pooled connection per client and the extra
-# environment given; waits until it is ready. Sets gateway_pid and
+# API key, a dead Stripe, one pooled connection per client (and one
+# asynchronous one, for the takes its reactor answers; BENCH_ASYNC_CONNECTIONS
+# overrides, 0 for none) and the extra environment given; waits until it is ready. Sets gateway_pid and
 # gateway_url; its log is $bench_work/NAME.log.
 bench_start_gateway() {
   local db=$1 name=$2
@@ -60,7 +61,8 @@ bench_start_gateway() {
   env DATABASE_URL="$db" PAINTLOCK_LISTEN="127.0.0.1:$port" PAINTLOCK_API_KEY="$bench_api_key" \
     STRIPE_SECRET_KEY=sk_test_bench STRIPE_API_BASE=http://127.0.0.1:9 \
     STRIPE_WEBHOOK_SECRET=whsec_bench PAINTLOCK_LOG_LEVEL="${LOG_LEVEL:-info}" \
-    PAINTLOCK_DB_POOL="$bench_clients" PAINTLOCK_HTTP_THREADS=$((bench_clients * 2)) \
+    PAINTLOCK_DB_POOL="$bench_clients" PAINTLOCK_DB_ASYNC_CONNECTIONS="${BENCH_ASYNC_CONNECTIONS:-$bench_clients}" \
+    PAINTLOCK_HTTP_THREADS=$((bench_clients * 2)) \
     "$@" "$bench_gateway_bin" >"$bench_work/$name.log" 2>&1 &
   gateway_pid=$!
   gateway_url=http://127.0.0.1:$port
