@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include "base/log.h"
 
@@ -293,8 +294,10 @@ void AsyncPool::Fail(Conn& c, const std::string& why) {
   Dispatch();
 }
 
-void AsyncPool::Submit(int statement, std::vector<std::string> params, Done done) {
-  queue_.push_back({statement, std::move(params), std::move(done), Clock::now(), false});
+void AsyncPool::Submit(int statement, std::vector<std::string> params, Done done,
+                       std::function<bool()> wanted) {
+  queue_.push_back(
+      {statement, std::move(params), std::move(done), std::move(wanted), Clock::now(), false});
   Dispatch();
 }
 
@@ -309,8 +312,15 @@ void AsyncPool::Dispatch() {
       Fail(c, "closed by the server while idle");
       continue;
     }
-    c.job = std::move(queue_.front());
-    queue_.pop_front();
+    // The first statement still wanted; the others are dropped unrun.
+    std::optional<Job> job;
+    while (!job && !queue_.empty()) {
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      if (job->wanted && !job->wanted()) job.reset();
+    }
+    if (!job) break;
+    c.job = std::move(*job);
     Send(c);
   }
   dispatching_ = false;

@@ -129,8 +129,11 @@ class AsyncPool {
   // Queues statement `statement` (an index into options.statements) with its
   // parameters (text format); `done` is called exactly once, on this thread:
   // usually from OnEvent or Tick, before Submit returns only if the statement
-  // failed at once (its connection broke as it was sent, twice).
-  void Submit(int statement, std::vector<std::string> params, Done done);
+  // failed at once (its connection broke as it was sent, twice). If `wanted`
+  // is given, it is asked just before the statement is sent; false drops the
+  // statement unrun, and then `done` is never called (nobody is waiting).
+  void Submit(int statement, std::vector<std::string> params, Done done,
+              std::function<bool()> wanted = nullptr);
 
   // An event for a tag the pool passed to AsyncLoop::Watch.
   void OnEvent(void* tag, std::uint32_t events);
@@ -148,6 +151,7 @@ class AsyncPool {
     int statement = 0;
     std::vector<std::string> params;
     Done done;
+    std::function<bool()> wanted;
     Clock::time_point queued;
     bool requeued = false;
   };

@@ -49,17 +49,19 @@ TakeOutcome RateLimiter::Take(const std::string& key, const std::string& bucket,
 
 void RateLimiter::TakeAsync(AsyncPool& pool, int statement, const std::string& key,
                             const std::string& bucket, std::int64_t cost,
-                            std::function<void(TakeOutcome)> done) {
+                            std::function<void(TakeOutcome)> done, std::function<bool()> wanted) {
   auto prepared = Prepare(key, bucket, cost);
   if (auto* early = std::get_if<TakeOutcome>(&prepared)) return done(std::move(*early));
   auto params = std::get<std::vector<std::string>>(std::move(prepared));
   std::string stored_key = params[0];
-  pool.Submit(statement, std::move(params),
-              [key = std::move(stored_key), done = std::move(done)](AsyncReply reply) {
-                if (!reply.ok() || reply.rows() != 1) return done(reply.Failure("ratelimit_take"));
-                done(Decided(key, reply.Value(0, "allowed"), reply.Value(0, "remaining"),
-                             reply.Value(0, "retry_after")));
-              });
+  pool.Submit(
+      statement, std::move(params),
+      [key = std::move(stored_key), done = std::move(done)](AsyncReply reply) {
+        if (!reply.ok() || reply.rows() != 1) return done(reply.Failure("ratelimit_take"));
+        done(Decided(key, reply.Value(0, "allowed"), reply.Value(0, "remaining"),
+                     reply.Value(0, "retry_after")));
+      },
+      std::move(wanted));
 }
 
 }  // namespace paintlock::locks

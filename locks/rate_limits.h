@@ -55,9 +55,11 @@ class RateLimiter {
   // The same take with asynchronous libpq: `statement` is sql/queries/
   // ratelimit_take.sql's index in `pool`'s statements. `done` gets the outcome
   // on the pool's thread — before TakeAsync returns when no statement is needed
-  // (an unknown bucket, a cost over the capacity).
+  // (an unknown bucket, a cost over the capacity). `wanted`: as
+  // AsyncPool::Submit's (false drops the statement unrun; `done` is not called).
   void TakeAsync(AsyncPool& pool, int statement, const std::string& key, const std::string& bucket,
-                 std::int64_t cost, std::function<void(TakeOutcome)> done);
+                 std::int64_t cost, std::function<void(TakeOutcome)> done,
+                 std::function<bool()> wanted = nullptr);
 
   const std::vector<RateBucket>& buckets() const { return buckets_; }
 

@@ -100,7 +100,11 @@ TEST_CASE("async pool: statements are multiplexed over the connections, named or
     Replies replies;
     for (int i = 0; i < 100; ++i) pool.Submit(0, {std::to_string(i)}, replies.At(i));
     for (int i = 100; i < 106; ++i) pool.Submit(2, {}, replies.At(i));
-    CHECK(pool.waiting() == 106);  // nothing is sent before the connections are up
+    // One nobody wants by the time a connection is free: dropped unrun, never answered.
+    int unwanted_answers = 0;
+    pool.Submit(
+        0, {"7"}, [&](AsyncReply) { ++unwanted_answers; }, [] { return false; });
+    CHECK(pool.waiting() == 107);  // nothing is sent before the connections are up
     REQUIRE(loop.RunUntil(pool, [&] { return replies.All(); }));
 
     for (int i = 0; i < 100; ++i) {
@@ -115,6 +119,8 @@ TEST_CASE("async pool: statements are multiplexed over the connections, named or
     }
     CHECK(pids.size() == 3);  // six sleeps, three connections: each ran some
     CHECK(pool.connects() == 3);
+    CHECK(pool.waiting() == 0);
+    CHECK(unwanted_answers == 0);
 
     // An SQL error is the statement's answer; its connection goes on.
     Replies after;

@@ -49,7 +49,7 @@ class TestRoutes : public ReactorRoutes {
   bool Wants(const std::string& method, const std::string& target) const override {
     return method == "POST" && (target == "/now" || target == "/later");
   }
-  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer) override {
+  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present) override {
     httplib::Response res;
     res.status = 200;
     res.set_header("X-Served-By", "reactor");

@@ -222,13 +222,18 @@ TEST_CASE("edge: static files: no symlink out of the storefront, no dotfiles, no
   std::system(("rm -rf '" + dir + "' '" + outside + "'").c_str());
 }
 
-TEST_CASE(
-    "edge: a commit whose client left before a worker was free is never run: the balance does "
-    "not move") {
+namespace {
+
+// Two commits keep both of what serves commits busy — two workers, or the
+// reactor's two asynchronous connections — and a third, whose client leaves
+// while it waits, must never run.
+void CommitWhoseClientLeftIsNeverRun(const std::string& async_connections) {
   TestDatabase db({{"p1", 1000}});
-  // Two workers, and a lock wait long enough to keep them both busy.
+  // Two workers (or two connections), and a lock wait long enough to keep them both busy.
   Gateway gw(db, kNoStripe,
              {{{"PAINTLOCK_HTTP_THREADS", "2"},
+               {"PAINTLOCK_DB_ASYNC_CONNECTIONS", async_connections},
+               {"PAINTLOCK_METRICS", "api-key"},
                {"PAINTLOCK_DB_LOCK_TIMEOUT_MS", "30000"},
                {"PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", "60000"}}});
   auto key = [](const char* k) {
@@ -246,7 +251,7 @@ TEST_CASE(
     holds.push_back(r.json["hold_id"]);
   }
 
-  // The test holds the account's row lock: both workers block in a commit.
+  // The test holds the account's row lock: both block in a commit.
   pqxx::connection blocker(db.url());
   pqxx::work tx(blocker);
   tx.exec("SELECT 1 FROM credit_accounts WHERE id = 'acct' FOR UPDATE");
@@ -265,12 +270,20 @@ TEST_CASE(
                "AND wait_event_type = 'Lock'") == "2";
   }));
 
-  // The third commit arrives whole while no worker is free, and its client
+  // The third commit arrives whole while neither is free, and its client
   // closes before one is.
   {
     RawClient gone(gw.port());
     REQUIRE(gone.Send("POST /v1/holds/" + holds[2] + "/commit HTTP/1.1\r\nHost: x\r\n" +
                       Authorization() + "Content-Length: 0\r\n\r\n"));
+    if (async_connections != "0") {
+      // The reactor has taken it and it waits for a connection: only then does
+      // its client leave (else the reactor would find it gone before taking it).
+      CHECK(Eventually([&] {
+        return Request(gw.base(), "GET", "/metrics", "", "", ApiKeyHeader())
+                   .body.find("\npaintlock_db_async_waiting 1\n") != std::string::npos;
+      }));
+    }
   }
   tx.abort();
   first.join();
@@ -284,6 +297,20 @@ TEST_CASE(
   // "Nothing": the hold is still held, and the balance moved by the first two only.
   CHECK(db.Scalar("SELECT state FROM credit_holds WHERE id = '" + holds[2] + "'") == "held");
   CHECK(db.Scalar("SELECT balance FROM credit_accounts WHERE id = 'acct'") == "70");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "edge: a commit whose client left before a worker was free is never run: the balance does "
+    "not move") {
+  CommitWhoseClientLeftIsNeverRun("0");  // commits served by workers
+}
+
+TEST_CASE(
+    "edge: a commit whose client left before the reactor had a free connection is never run: the "
+    "balance does not move") {
+  CommitWhoseClientLeftIsNeverRun("2");  // commits served by the reactor (gateway/reactor_routes.h)
 }
 
 TEST_CASE("edge: a closed availability stream frees its slot at once, not at a heartbeat") {

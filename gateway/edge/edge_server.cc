@@ -644,16 +644,28 @@ class EdgeServer::Core {
     const std::uint64_t serial = c->route_serial;
     const bool close = c->framer.wants_close();
     Watch(c, 0);  // nothing more is read until it is answered
-    const bool taken =
-        routes_->Serve(std::move(req), [this, c, serial, close](const httplib::Response& res) {
-          Answered(c, serial, close, res);
-        });
+    const bool taken = routes_->Serve(
+        std::move(req),
+        [this, c, serial, close](const httplib::Response& res) { Answered(c, serial, close, res); },
+        [this, c, serial] { return StillThere(c, serial); });
     if (!taken) {
       c->state = before;
       return false;
     }
     served_on_reactor_.fetch_add(1, std::memory_order_relaxed);
     return true;
+  }
+
+  // Whether the client of request `serial` on `c` is still there; if it left,
+  // its connection is closed and that is logged, as a worker does.
+  bool StillThere(Conn* c, std::uint64_t serial) {
+    if (conns_.count(c) == 0 || c->route_serial != serial || c->state != Conn::State::kAtRoute) {
+      return false;
+    }
+    if (!ClientGone(c)) return true;
+    LogClientGone(c->framer.method(), c->framer.target());
+    Close(c);
+    return false;
   }
 
   // The routes' answer for request `serial` on `c` (which may be gone by now).

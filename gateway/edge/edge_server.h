@@ -84,6 +84,7 @@ class ReactorRoutes {
  public:
   using Clock = std::chrono::steady_clock;
   using Answer = std::function<void(const httplib::Response&)>;
+  using Present = std::function<bool()>;
   virtual ~ReactorRoutes() = default;
   // When the reactor takes the routes: the loop their sockets join.
   virtual void Start(locks::AsyncLoop& loop) = 0;
@@ -96,7 +97,11 @@ class ReactorRoutes {
   // taken after all, nothing done; a worker serves it. True: `answer` is
   // called exactly once, now or later, with the whole response (the edge adds
   // Content-Length, and Connection: close when the connection ends after it).
-  virtual bool Serve(std::shared_ptr<httplib::Request> req, Answer answer) = 0;
+  // `present`, asked before work that waited starts, is true while the client
+  // is still there; once false, the edge has closed the connection and logged
+  // client_gone_before_handler, and the work should not start (its answer is
+  // then optional, and dropped).
+  virtual bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) = 0;
   // An event for a tag the routes passed to AsyncLoop::Watch.
   virtual void OnEvent(void* tag, std::uint32_t events) = 0;
   // Timers; returns when the routes next need a call.
