@@ -64,7 +64,7 @@ struct Config {
 
   int http_threads = 64;
   // Connections of asynchronous libpq for the requests the edge's reactor
-  // answers itself (gateway/reactor_routes.h); 0: the workers serve them too.
+  // answers itself (gateway/reactor_routes.h); 0: the workers serve them.
   int db_async_connections = 8;
   std::size_t max_body_bytes = 64 * 1024;
   std::string storefront_dir;  // served at /shop/ when set

@@ -104,24 +104,9 @@ void TopUp(locks::CreditStore& credits, const httplib::Request& req, httplib::Re
 }
 
 void OpenHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
-  const std::string account = req.matches[1];
-  if (!RequireJson(req, res, "{\"amount\": 10, \"ttl_seconds\": 300}")) return;
-  auto parsed = ParseHoldRequest(req.body);
-  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e));
-  const HoldRequest& hold_request = std::get<HoldRequest>(parsed);
-
-  const std::int64_t requested = hold_request.amount;
-  locks::HoldOutcome outcome = credits.Hold(account, requested, hold_request.ttl);
-  if (auto* hold = std::get_if<locks::HoldOpened>(&outcome)) {
-    res.set_header("Location", "/v1/holds/" + hold->hold_id);
-    return WriteJson(res, 201,
-                     {{"hold_id", hold->hold_id},
-                      {"account_id", account},
-                      {"amount", requested},
-                      {"expires_at", hold->expires_at},
-                      {"available", hold->available}});
-  }
-  WriteCreditError<locks::HoldOpened>(res, outcome);
+  HoldCall call;
+  if (!ReadHold(req, res, &call)) return;
+  WriteHold(call, credits.Hold(call.account, call.request.amount, call.request.ttl), res);
 }
 
 void GetHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
@@ -134,21 +119,7 @@ void GetHold(locks::CreditStore& credits, const httplib::Request& req, httplib::
 }
 
 void CommitHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
-  locks::CommitOutcome outcome = credits.Commit(req.matches[1]);
-  if (auto* done = std::get_if<locks::HoldCommitted>(&outcome)) {
-    // No log line of its own: the request line and the hold's row say it all,
-    // and this is the hot path.
-    MarkReplay(res, done->replayed);
-    return WriteJson(res, 200,
-                     {{"hold_id", done->hold_id},
-                      {"account_id", done->account_id},
-                      {"amount", done->amount},
-                      {"state", "committed"},
-                      {"late", done->late},
-                      {"committed_at", done->committed_at},
-                      {"balance_after", done->balance_after}});
-  }
-  WriteCreditError<locks::HoldCommitted>(res, outcome);
+  WriteCommit(credits.Commit(req.matches[1]), res);
 }
 
 void ReleaseHold(locks::CreditStore& credits, const httplib::Request& req, httplib::Response& res) {
@@ -167,6 +138,45 @@ void ReleaseHold(locks::CreditStore& credits, const httplib::Request& req, httpl
 
 }  // namespace
 
+bool ReadHold(const httplib::Request& req, httplib::Response& res, HoldCall* call) {
+  call->account = req.matches[1];
+  if (!RequireJson(req, res, "{\"amount\": 10, \"ttl_seconds\": 300}")) return false;
+  auto parsed = ParseHoldRequest(req.body);
+  if (auto* e = std::get_if<FieldError>(&parsed)) return WriteError(res, ErrorFor(*e)), false;
+  call->request = std::get<HoldRequest>(std::move(parsed));
+  return true;
+}
+
+void WriteHold(const HoldCall& call, const locks::HoldOutcome& outcome, httplib::Response& res) {
+  if (auto* hold = std::get_if<locks::HoldOpened>(&outcome)) {
+    res.set_header("Location", "/v1/holds/" + hold->hold_id);
+    return WriteJson(res, 201,
+                     {{"hold_id", hold->hold_id},
+                      {"account_id", call.account},
+                      {"amount", call.request.amount},
+                      {"expires_at", hold->expires_at},
+                      {"available", hold->available}});
+  }
+  WriteCreditError<locks::HoldOpened>(res, outcome);
+}
+
+void WriteCommit(const locks::CommitOutcome& outcome, httplib::Response& res) {
+  if (auto* done = std::get_if<locks::HoldCommitted>(&outcome)) {
+    // No log line of its own: the request line and the hold's row say it all,
+    // and this is the hot path.
+    MarkReplay(res, done->replayed);
+    return WriteJson(res, 200,
+                     {{"hold_id", done->hold_id},
+                      {"account_id", done->account_id},
+                      {"amount", done->amount},
+                      {"state", "committed"},
+                      {"late", done->late},
+                      {"committed_at", done->committed_at},
+                      {"balance_after", done->balance_after}});
+  }
+  WriteCreditError<locks::HoldCommitted>(res, outcome);
+}
+
 void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
                          locks::CreditStore& credits, IdempotentRequests* idempotency) {
   using Handler = void (*)(locks::CreditStore&, const httplib::Request&, httplib::Response&);
@@ -182,9 +192,9 @@ void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
   server.Get(R"(/v1/accounts/([^/]+))", route(GetAccount));
   // A top-up's key is its own (credit_topups, required): not this layer's.
   server.Post(R"(/v1/accounts/([^/]+)/credits)", route(TopUp));
-  server.Post(R"(/v1/accounts/([^/]+)/holds)", route(OpenHold, idempotency));
+  server.Post(kCreditHoldRoute, route(OpenHold, idempotency));
   server.Get(R"(/v1/holds/([^/]+))", route(GetHold));
-  server.Post(R"(/v1/holds/([^/]+)/commit)", route(CommitHold, idempotency));
+  server.Post(kCreditCommitRoute, route(CommitHold, idempotency));
   server.Post(R"(/v1/holds/([^/]+)/release)", route(ReleaseHold, idempotency));
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "gateway/idempotency.h"
+#include "gateway/limit_requests.h"
 #include "gateway/middleware.h"
 #include "locks/credits.h"
 
@@ -26,5 +27,18 @@ namespace paintlock::gateway {
 // `idempotency` (null: they ignore it); a top-up keeps its own required key.
 void InstallCreditRoutes(httplib::Server& server, AuthorizeFn authorized,
                          locks::CreditStore& credits, IdempotentRequests* idempotency = nullptr);
+
+// The hold's and the commit's routes and the halves around their statements,
+// shared by the workers' handlers and the reactor's (gateway/reactor_routes.h).
+inline constexpr const char* kCreditHoldRoute = R"(/v1/accounts/([^/]+)/holds)";
+inline constexpr const char* kCreditCommitRoute = R"(/v1/holds/([^/]+)/commit)";
+struct HoldCall {
+  std::string account;  // as in the path (req.matches[1])
+  HoldRequest request;
+};
+// False with the 4xx written when the body is not a hold.
+bool ReadHold(const httplib::Request& req, httplib::Response& res, HoldCall* call);
+void WriteHold(const HoldCall& call, const locks::HoldOutcome& outcome, httplib::Response& res);
+void WriteCommit(const locks::CommitOutcome& outcome, httplib::Response& res);
 
 }  // namespace paintlock::gateway

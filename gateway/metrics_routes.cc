@@ -107,6 +107,16 @@ MetricsEndpoint::MetricsEndpoint(MetricsSources sources) : sources_(sources) {
                              "Callers waiting for a free database connection now.", "gauge", {},
                              [db] { return One(db->Stats().waiting); });
     scrape_time_.AddCallback(
+        "paintlock_db_async_ready",
+        "Asynchronous connections (PAINTLOCK_DB_ASYNC_CONNECTIONS) connected and set up now.",
+        "gauge", {},
+        [this] { return One(sources_.reactor ? sources_.reactor->Stats().ready : 0); });
+    scrape_time_.AddCallback(
+        "paintlock_db_async_waiting",
+        "Statements of the reactor's routes waiting for a free asynchronous connection now.",
+        "gauge", {},
+        [this] { return One(sources_.reactor ? sources_.reactor->Stats().waiting : 0); });
+    scrape_time_.AddCallback(
         "paintlock_db_pool_acquire_timeouts_total",
         "Callers that found no free database connection within the acquire timeout.", "counter", {},
         [db] { return One(static_cast<double>(db->Stats().acquire_timeouts)); });

@@ -26,6 +26,7 @@
 #include "checkout/checkout.h"
 #include "gateway/availability_stream.h"
 #include "gateway/config.h"
+#include "gateway/reactor_routes.h"
 #include "locks/database.h"
 #include "locks/hold_counts.h"
 
@@ -56,6 +57,7 @@ struct MetricsSources {
   locks::HoldCounts* holds = nullptr;
   AvailabilityStream* availability = nullptr;
   checkout::Checkout* checkout = nullptr;
+  ReactorApi* reactor = nullptr;  // null: PAINTLOCK_DB_ASYNC_CONNECTIONS=0
 };
 
 class MetricsEndpoint {

@@ -241,13 +241,17 @@ int main(int argc, char** argv) {
   services.availability = &availability;
   gateway::HttpApi api(config, services);
   api.Install(server);
-  // Rate-limit takes answered by the edge's reactor on connections of their own.
+  // Rate-limit takes, credit holds and commits answered by the edge's reactor on
+  // connections of their own.
+  std::shared_ptr<gateway::ReactorApi> reactor_api;
   if (config.db_async_connections > 0) {
-    server.SetReactorRoutes(std::make_shared<gateway::ReactorTakes>(config, rate_limiter));
+    reactor_api = std::make_shared<gateway::ReactorApi>(config, rate_limiter, credits);
+    server.SetReactorRoutes(reactor_api);
   }
   // GET /metrics (PAINTLOCK_METRICS): holds are read at most every 5 s.
   locks::HoldCounts hold_counts(*db, std::chrono::seconds(5));
-  gateway::MetricsEndpoint metrics({db.get(), &hold_counts, &availability, &checkout});
+  gateway::MetricsEndpoint metrics(
+      {db.get(), &hold_counts, &availability, &checkout, reactor_api.get()});
   gateway::InstallMetricsRoute(server, config, metrics);
   gateway::MetricsListener metrics_listener(metrics);
   if (config.metrics == gateway::MetricsExposure::kListen &&

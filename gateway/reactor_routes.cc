@@ -1,6 +1,7 @@
 #include "gateway/reactor_routes.h"
 
 #include "base/log.h"
+#include "gateway/credit_routes.h"
 #include "gateway/limit_routes.h"
 #include "gateway/middleware.h"
 #include "locks/statements.h"
@@ -9,9 +10,8 @@ namespace paintlock::gateway {
 
 namespace {
 
-constexpr const char* kTakePrefix = "/v1/ratelimits/";
-constexpr const char* kTakeSuffix = "/take";
-constexpr int kTakeStatement = 0;  // its index in ReactorPoolOptions' statements
+// The statements' indices in ReactorPoolOptions' list.
+enum Statement { kTake, kHold, kCommit };
 
 }  // namespace
 
@@ -23,59 +23,144 @@ locks::AsyncPoolOptions ReactorPoolOptions(const Config& config) {
   // Its own application_name: pg_stat_activity tells the two kinds apart.
   o.session_setup =
       locks::SessionSettingsSql(config.database, config.database.application_name + "-async");
-  o.statements = {{"ratelimit_take", locks::NamedQuerySql("ratelimit_take")}};
+  for (const char* name : {"ratelimit_take", "credit_hold", "credit_commit"}) {
+    o.statements.emplace_back(name, locks::NamedQuerySql(name));
+  }
   o.queue_timeout = config.database.acquire_timeout;
   return o;
 }
 
-ReactorTakes::ReactorTakes(const Config& config, locks::RateLimiter& limiter)
-    : config_(config), limiter_(limiter), route_(kRateLimitTakeRoute) {}
+struct ReactorApi::Pending {
+  std::shared_ptr<httplib::Request> req;
+  httplib::Response res;
+  Clock::time_point started;
+  std::string request_id;
+  Answer answer;
+  Present present;  // asked before the statement is sent: no work for a client gone
 
-void ReactorTakes::Start(locks::AsyncLoop& loop) {
+  // When the statement's answer comes: its log lines carry the request id again.
+  void Resume() const { base::SetCurrentRequestId(request_id); }
+  void Finish() {
+    EndRequest(*req, res, started);
+    answer(res);
+  }
+};
+
+ReactorApi::ReactorApi(const Config& config, locks::RateLimiter& limiter,
+                       locks::CreditStore& credits)
+    : config_(config),
+      limiter_(limiter),
+      credits_(credits),
+      routes_{{"/v1/ratelimits/", "/take", std::regex(kRateLimitTakeRoute), &ReactorApi::Take},
+              {"/v1/accounts/", "/holds", std::regex(kCreditHoldRoute), &ReactorApi::Hold},
+              {"/v1/holds/", "/commit", std::regex(kCreditCommitRoute), &ReactorApi::Commit}} {}
+
+ReactorApi::~ReactorApi() = default;
+
+void ReactorApi::Start(locks::AsyncLoop& loop) {
   pool_ = std::make_unique<locks::AsyncPool>(ReactorPoolOptions(config_), loop);
 }
 
-void ReactorTakes::Stop() { pool_.reset(); }
-
-bool ReactorTakes::Wants(const std::string& method, const std::string& target) const {
-  if (!pool_ || method != "POST" || target.rfind(kTakePrefix, 0) != 0) return false;
-  const std::string path = target.substr(0, target.find('?'));
-  const std::size_t suffix = std::char_traits<char>::length(kTakeSuffix);
-  return path.size() > suffix && path.compare(path.size() - suffix, suffix, kTakeSuffix) == 0;
+void ReactorApi::Stop() {
+  pool_.reset();
+  Publish();
 }
 
-bool ReactorTakes::Serve(std::shared_ptr<httplib::Request> req, Answer answer) {
+void ReactorApi::Publish() {
+  ready_.store(pool_ ? pool_->ready() : 0, std::memory_order_relaxed);
+  waiting_.store(pool_ ? static_cast<int>(pool_->waiting()) : 0, std::memory_order_relaxed);
+}
+
+ReactorApi::PoolStats ReactorApi::Stats() const {
+  return {ready_.load(std::memory_order_relaxed), waiting_.load(std::memory_order_relaxed)};
+}
+
+bool ReactorApi::Wants(const std::string& method, const std::string& target) const {
+  if (!pool_ || method != "POST") return false;
+  const std::string path = target.substr(0, target.find('?'));
+  for (const Route& r : routes_) {
+    if (path.size() > r.prefix.size() + r.suffix.size() && path.rfind(r.prefix, 0) == 0 &&
+        path.compare(path.size() - r.suffix.size(), r.suffix.size(), r.suffix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) {
   if (req->has_header("Idempotency-Key")) return false;
-  if (!std::regex_match(req->path, req->matches, route_)) return false;
-  const auto started = Clock::now();
-  auto res = std::make_shared<httplib::Response>();
-  auto finish = [req, res, started, answer = std::move(answer)] {
-    EndRequest(*req, *res, started);
-    answer(*res);
-  };
-  TakeCall call;
-  if (BeginRequest(config_, *req, *res) || !RequireApiKey(config_, *req, *res) ||
-      !ReadTake(*req, *res, &call)) {
-    finish();
+  const Route* route = nullptr;
+  for (const Route& r : routes_) {
+    if (std::regex_match(req->path, req->matches, r.pattern)) {
+      route = &r;
+      break;
+    }
+  }
+  if (!route) return false;
+  auto p = std::make_shared<Pending>();
+  p->req = std::move(req);
+  p->started = Clock::now();
+  p->answer = std::move(answer);
+  p->present = std::move(present);
+  if (BeginRequest(config_, *p->req, p->res) || !RequireApiKey(config_, *p->req, p->res)) {
+    p->Finish();
     return true;
   }
-  const std::string request_id = base::CurrentRequestId();
-  limiter_.TakeAsync(*pool_, kTakeStatement, call.key, call.request.bucket, call.request.cost,
-                     [this, res, request_id, finish](locks::TakeOutcome outcome) {
-                       base::SetCurrentRequestId(request_id);
-                       WriteTake(limiter_, outcome, *res);
-                       finish();
-                     });
+  p->request_id = base::CurrentRequestId();
+  (this->*route->handler)(p);
+  Publish();
   base::SetCurrentRequestId("");  // other requests' lines follow on this thread meanwhile
   return true;
 }
 
-void ReactorTakes::OnEvent(void* tag, std::uint32_t events) {
-  if (pool_) pool_->OnEvent(tag, events);
+void ReactorApi::Take(const std::shared_ptr<Pending>& p) {
+  TakeCall call;
+  if (!ReadTake(*p->req, p->res, &call)) return p->Finish();
+  limiter_.TakeAsync(
+      *pool_, kTake, call.key, call.request.bucket, call.request.cost,
+      [this, p](locks::TakeOutcome outcome) {
+        p->Resume();
+        WriteTake(limiter_, outcome, p->res);
+        p->Finish();
+      },
+      p->present);
 }
 
-ReactorTakes::Clock::time_point ReactorTakes::Tick(Clock::time_point now) {
-  return pool_ ? pool_->Tick(now) : Clock::time_point::max();
+void ReactorApi::Hold(const std::shared_ptr<Pending>& p) {
+  HoldCall call;
+  if (!ReadHold(*p->req, p->res, &call)) return p->Finish();
+  credits_.HoldAsync(
+      *pool_, kHold, call.account, call.request.amount, call.request.ttl,
+      [p, call](locks::HoldOutcome outcome) {
+        p->Resume();
+        WriteHold(call, outcome, p->res);
+        p->Finish();
+      },
+      p->present);
+}
+
+void ReactorApi::Commit(const std::shared_ptr<Pending>& p) {
+  credits_.CommitAsync(
+      *pool_, kCommit, p->req->matches[1],
+      [p](locks::CommitOutcome outcome) {
+        p->Resume();
+        WriteCommit(outcome, p->res);
+        p->Finish();
+      },
+      p->present);
+}
+
+void ReactorApi::OnEvent(void* tag, std::uint32_t events) {
+  if (!pool_) return;
+  pool_->OnEvent(tag, events);
+  Publish();
+}
+
+ReactorApi::Clock::time_point ReactorApi::Tick(Clock::time_point now) {
+  if (!pool_) return Clock::time_point::max();
+  const auto next = pool_->Tick(now);
+  Publish();
+  return next;
 }
 
 }  // namespace paintlock::gateway

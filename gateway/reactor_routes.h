@@ -1,32 +1,41 @@
 // The requests the edge's reactor answers itself (gateway/edge/edge_server.h,
 // ReactorRoutes), with statements driven by asynchronous libpq
 // (locks/async_pool.h) on PAINTLOCK_DB_ASYNC_CONNECTIONS connections of their
-// own.
+// own:
 //
-// Today: POST /v1/ratelimits/{key}/take without an Idempotency-Key, the
-// gateway's cheapest and busiest statement, where a worker's two sleeps (for
-// the request, for PostgreSQL) cost more than the statement
+//   POST /v1/ratelimits/{key}/take
+//   POST /v1/accounts/{id}/holds
+//   POST /v1/holds/{id}/commit
+//
+// each one statement, the gateway's cheapest and busiest, where a worker's two
+// sleeps (for the request, for PostgreSQL) cost more than the statement
 // (bench/reports/2026-12-05-0110-async-event-loop-probe.md). The answer is the
 // worker route's: the same middleware halves (request id, CORS, access log,
-// metrics), API key check, parser and response writer (gateway/limit_routes.h);
-// only the statement runs differently. A take with an Idempotency-Key goes to
-// the workers, whose idempotency store is synchronous.
+// metrics), API key check, parser and response writer (gateway/limit_routes.h,
+// gateway/credit_routes.h), the same outcome from the same row (the stores'
+// *Async calls); only the statement runs differently. A request with an
+// Idempotency-Key goes to the workers, whose idempotency store is synchronous.
 //
 // Failures are the worker route's too (locks::AsyncReply::Failure): a
 // statement that cannot have run is sent once more on a fresh connection; one
-// whose connection broke after it was sent may have taken its tokens, and is
-// answered 503 (the take is counted, never refunded: the safe side of a limit).
+// whose connection broke after it was sent is answered 503 with its outcome
+// unknown — a take counted and never refunded (the safe side of a limit), a
+// hold that lapses at its TTL if it was made, a commit the caller repeats
+// (a repeated commit answers the first's result).
 //
 // Reactor thread only, as every ReactorRoutes.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "gateway/config.h"
 #include "gateway/edge/edge_server.h"
 #include "locks/async_pool.h"
+#include "locks/credits.h"
 #include "locks/rate_limits.h"
 
 namespace paintlock::gateway {
@@ -35,22 +44,46 @@ namespace paintlock::gateway {
 // (URL, statement mode, session settings) and its async connection count.
 locks::AsyncPoolOptions ReactorPoolOptions(const Config& config);
 
-class ReactorTakes : public edge::ReactorRoutes {
+class ReactorApi : public edge::ReactorRoutes {
  public:
-  ReactorTakes(const Config& config, locks::RateLimiter& limiter);
+  ReactorApi(const Config& config, locks::RateLimiter& limiter, locks::CreditStore& credits);
+  ~ReactorApi() override;
 
   void Start(locks::AsyncLoop& loop) override;
   void Stop() override;
   bool Wants(const std::string& method, const std::string& target) const override;
-  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer) override;
+  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) override;
   void OnEvent(void* tag, std::uint32_t events) override;
   Clock::time_point Tick(Clock::time_point now) override;
 
+  // The pool as it was after the reactor's last call into it (for metrics).
+  // Thread-safe.
+  struct PoolStats {
+    int ready = 0;    // connections connected and set up
+    int waiting = 0;  // statements waiting for one
+  };
+  PoolStats Stats() const;
+
  private:
+  struct Pending;  // one request between Serve and its answer
+  using Handler = void (ReactorApi::*)(const std::shared_ptr<Pending>&);
+  struct Route {
+    std::string prefix, suffix;  // Wants(): the target's cheap shape
+    std::regex pattern;          // Serve(): the worker route's own pattern
+    Handler handler;
+  };
+
+  void Take(const std::shared_ptr<Pending>& p);
+  void Hold(const std::shared_ptr<Pending>& p);
+  void Commit(const std::shared_ptr<Pending>& p);
+  void Publish();  // Stats(), after each call into the pool
+
   const Config& config_;
   locks::RateLimiter& limiter_;
-  const std::regex route_;
+  locks::CreditStore& credits_;
+  const std::vector<Route> routes_;
   std::unique_ptr<locks::AsyncPool> pool_;  // between Start and Stop
+  std::atomic<int> ready_{0}, waiting_{0};
 };
 
 }  // namespace paintlock::gateway

@@ -33,23 +33,84 @@ CreditHoldView HoldViewOf(const pqxx::row& row) {
 
 }  // namespace
 
+namespace {
+
+// A column of the statement's one row, as text ("" for NULL): how the
+// blocking and the asynchronous paths share the row's reading.
+using Column = std::function<std::string(const char*)>;
+
+Column ColumnsOf(const pqxx::row& row) {
+  return [&row](const char* name) { return row[name].is_null() ? "" : row[name].c_str(); };
+}
+
+Column ColumnsOf(const AsyncReply& reply) {
+  return [&reply](const char* name) { return reply.Value(0, name); };
+}
+
+HoldOutcome HoldDecided(const Column& column, std::int64_t amount) {
+  const std::string outcome = column("outcome");
+  if (outcome == "held") {
+    return HoldOpened{column("hold_id"), column("expires_at"), std::stoll(column("available"))};
+  }
+  if (outcome == "insufficient")
+    return InsufficientCredits{std::stoll(column("available")), amount};
+  if (outcome == "unknown_account") return AccountNotFound{};
+  return DbFailure{DbFailureKind::kInternal, "paintlock_credit_hold: outcome " + outcome};
+}
+
+CommitOutcome CommitDecided(const Column& column, const std::string& hold_id) {
+  const std::string outcome = column("outcome");
+  if (outcome == "committed" || outcome == "already_committed") {
+    HoldCommitted done;
+    done.hold_id = hold_id;
+    done.account_id = column("account_id");
+    done.amount = std::stoll(column("amount"));
+    done.late = column("late") == "t";
+    done.committed_at = column("committed_at");
+    done.balance_after = std::stoll(column("balance_after"));
+    done.replayed = outcome == "already_committed";
+    return done;
+  }
+  if (outcome == "released") return HoldWasReleased{std::stoll(column("amount"))};
+  if (outcome == "expired") {
+    return HoldLapsed{std::stoll(column("amount")), column("expires_at"),
+                      std::stoll(column("available"))};
+  }
+  if (outcome == "unknown_hold") return HoldNotFound{};
+  return DbFailure{DbFailureKind::kInternal, "paintlock_credit_commit: outcome " + outcome};
+}
+
+// The statement's reply as the outcome `decided` reads from its row.
+template <class Outcome, class Decide>
+Outcome FromReply(const AsyncReply& reply, const char* what, const Decide& decided) {
+  if (!reply.ok() || reply.rows() != 1) return reply.Failure(what);
+  return decided(ColumnsOf(reply));
+}
+
+}  // namespace
+
 HoldOutcome CreditStore::Hold(const std::string& account_id, std::int64_t amount,
                               std::chrono::seconds ttl) {
   if (!IsValidAccountId(account_id)) return AccountNotFound{};
   return Flatten<HoldOutcome>(db_.Run("credit_hold", [&](pqxx::connection& c) -> HoldOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
     pqxx::row row = Exec1(n, "credit_hold", account_id, amount, static_cast<int>(ttl.count()));
-    const std::string outcome = row["outcome"].as<std::string>();
-    if (outcome == "held") {
-      return HoldOpened{row["hold_id"].as<std::string>(), row["expires_at"].as<std::string>(),
-                        row["available"].as<std::int64_t>()};
-    }
-    if (outcome == "insufficient") {
-      return InsufficientCredits{row["available"].as<std::int64_t>(), amount};
-    }
-    if (outcome == "unknown_account") return AccountNotFound{};
-    return DbFailure{DbFailureKind::kInternal, "paintlock_credit_hold: outcome " + outcome};
+    return HoldDecided(ColumnsOf(row), amount);
   }));
+}
+
+void CreditStore::HoldAsync(AsyncPool& pool, int statement, const std::string& account_id,
+                            std::int64_t amount, std::chrono::seconds ttl,
+                            std::function<void(HoldOutcome)> done, std::function<bool()> wanted) {
+  if (!IsValidAccountId(account_id)) return done(AccountNotFound{});
+  pool.Submit(
+      statement, {account_id, std::to_string(amount), std::to_string(ttl.count())},
+      [amount, done = std::move(done)](AsyncReply reply) {
+        done(FromReply<HoldOutcome>(reply, "credit_hold", [&](const Column& column) {
+          return HoldDecided(column, amount);
+        }));
+      },
+      std::move(wanted));
 }
 
 CommitOutcome CreditStore::Commit(const std::string& hold_id) {
@@ -57,26 +118,22 @@ CommitOutcome CreditStore::Commit(const std::string& hold_id) {
   return Flatten<CommitOutcome>(db_.Run("credit_commit", [&](pqxx::connection& c) -> CommitOutcome {
     pqxx::nontransaction n(c);
     pqxx::row row = Exec1(n, "credit_commit", hold_id);
-    const std::string outcome = row["outcome"].as<std::string>();
-    if (outcome == "committed" || outcome == "already_committed") {
-      HoldCommitted done;
-      done.hold_id = hold_id;
-      done.account_id = row["account_id"].as<std::string>();
-      done.amount = row["amount"].as<std::int64_t>();
-      done.late = row["late"].as<bool>();
-      done.committed_at = row["committed_at"].as<std::string>();
-      done.balance_after = row["balance_after"].as<std::int64_t>();
-      done.replayed = outcome == "already_committed";
-      return done;
-    }
-    if (outcome == "released") return HoldWasReleased{row["amount"].as<std::int64_t>()};
-    if (outcome == "expired") {
-      return HoldLapsed{row["amount"].as<std::int64_t>(), row["expires_at"].as<std::string>(),
-                        row["available"].as<std::int64_t>()};
-    }
-    if (outcome == "unknown_hold") return HoldNotFound{};
-    return DbFailure{DbFailureKind::kInternal, "paintlock_credit_commit: outcome " + outcome};
+    return CommitDecided(ColumnsOf(row), hold_id);
   }));
+}
+
+void CreditStore::CommitAsync(AsyncPool& pool, int statement, const std::string& hold_id,
+                              std::function<void(CommitOutcome)> done,
+                              std::function<bool()> wanted) {
+  if (!LooksLikeUuid(hold_id)) return done(HoldNotFound{});
+  pool.Submit(
+      statement, {hold_id},
+      [hold_id, done = std::move(done)](AsyncReply reply) {
+        done(FromReply<CommitOutcome>(reply, "credit_commit", [&](const Column& column) {
+          return CommitDecided(column, hold_id);
+        }));
+      },
+      std::move(wanted));
 }
 
 ReleaseHoldOutcome CreditStore::Release(const std::string& hold_id) {

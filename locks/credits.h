@@ -19,11 +19,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "locks/async_pool.h"
 #include "locks/database.h"
 
 namespace paintlock::locks {
@@ -128,10 +130,20 @@ class CreditStore {
   // Sets `amount` (1..kMaxCreditAmount) aside on `account_id` for `ttl`
   // (1 s..kMaxHoldTtl) if that much is available.
   HoldOutcome Hold(const std::string& account_id, std::int64_t amount, std::chrono::seconds ttl);
+  // The same hold with asynchronous libpq: `statement` is sql/queries/
+  // credit_hold.sql's index in `pool`'s statements; `done` gets the outcome on
+  // the pool's thread (before HoldAsync returns for an invalid account id).
+  // `wanted`: as AsyncPool::Submit's.
+  void HoldAsync(AsyncPool& pool, int statement, const std::string& account_id, std::int64_t amount,
+                 std::chrono::seconds ttl, std::function<void(HoldOutcome)> done,
+                 std::function<bool()> wanted = nullptr);
 
   // Moves the hold's amount off the balance, once. A hold past its TTL is
   // committed (late) only if its credits are still available now.
   CommitOutcome Commit(const std::string& hold_id);
+  // The same commit with asynchronous libpq (credit_commit.sql), as HoldAsync.
+  void CommitAsync(AsyncPool& pool, int statement, const std::string& hold_id,
+                   std::function<void(CommitOutcome)> done, std::function<bool()> wanted = nullptr);
 
   // Cancels an open or lapsed hold. Idempotent; a committed hold stays so.
   ReleaseHoldOutcome Release(const std::string& hold_id);

@@ -1,9 +1,13 @@
-// Rate-limit takes answered by the edge's reactor on asynchronous connections
-// (gateway/reactor_routes.h): the same answers as the workers', from
-// connections of their own, and the truth after those connections die.
+// Rate-limit takes, credit holds and commits answered by the edge's reactor on
+// asynchronous connections (gateway/reactor_routes.h): the same answers as the
+// workers', from connections of their own, and the truth after those
+// connections die.
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "tests/support/harness.h"
 #include "tests/support/take_tally.h"
@@ -27,17 +31,19 @@ GatewayOptions Limits(const std::string& spec, const std::string& async_connecti
   return o;
 }
 
-// Backends of `application` whose last statement was a take.
-std::string TakesRunBy(TestDatabase& db, const std::string& application) {
+// Backends of `application` whose last statement mentions `table`.
+std::string RunBy(TestDatabase& db, const std::string& application,
+                  const std::string& table = "rate_limit_buckets") {
   return db.Scalar(
       "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
       "application_name = '" +
-      application + "' AND query LIKE '%rate_limit_buckets%'");
+      application + "' AND query LIKE '%" + table + "%'");
 }
 
 }  // namespace
 
-TEST_CASE("reactor takes: the reactor answers a take on its own connections, exactly as a worker") {
+TEST_CASE(
+    "reactor routes: the reactor answers a take on its own connections, exactly as a worker") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe, Limits("api:5:0.001", "3"));
   TakeTally tally;
@@ -58,8 +64,8 @@ TEST_CASE("reactor takes: the reactor answers a take on its own connections, exa
                "application_name = "
                "'paintlock-async'") == "3";
   }));
-  CHECK(TakesRunBy(db, "paintlock-async") != "0");
-  CHECK(TakesRunBy(db, "paintlock") == "0");
+  CHECK(RunBy(db, "paintlock-async") != "0");
+  CHECK(RunBy(db, "paintlock") == "0");
 
   // What a worker checks first, the reactor checks too.
   CHECK(PostJson(gw.base(), "/v1/ratelimits/api:caller/take", json::object(), {}).json["code"] ==
@@ -78,7 +84,7 @@ TEST_CASE("reactor takes: the reactor answers a take on its own connections, exa
   CHECK(Take(gw.base(), "api:other").json["remaining"] == 3);
 }
 
-TEST_CASE("reactor takes: after the database ends the reactor's connections, the next takes run") {
+TEST_CASE("reactor routes: after the database ends the reactor's connections, the next takes run") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe, Limits("api:100:0.001", "2"));
   REQUIRE(Take(gw.base(), "api:caller").status == 200);
@@ -99,12 +105,59 @@ TEST_CASE("reactor takes: after the database ends the reactor's connections, the
         "9");
 }
 
-TEST_CASE("reactor takes: with no asynchronous connections, the workers take") {
+TEST_CASE("reactor routes: with no asynchronous connections, the workers take") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe, Limits("api:5:0.001", "0"));
   CHECK(Take(gw.base(), "api:caller").status == 200);
   CHECK(db.Scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
                   "application_name = "
                   "'paintlock-async'") == "0");
-  CHECK(TakesRunBy(db, "paintlock") == "1");
+  CHECK(RunBy(db, "paintlock") == "1");
+}
+
+TEST_CASE("reactor routes: credit holds and commits are exact, and a commit replays its result") {
+  TestDatabase db({{"p1", 1000}});
+  Gateway gw(db, kNoStripe, Limits("api:5:0.001", "3"));
+  db.Exec("INSERT INTO credit_accounts (id, balance) VALUES ('acct-1', 10)");
+  const httplib::Headers key = ApiKeyHeader();
+  std::atomic<int> held{0}, refused{0}, other{0};
+  std::mutex mu;
+  std::vector<std::string> holds;
+  RunConcurrently(30, [&](int) {
+    const Reply r = PostJson(gw.base(), "/v1/accounts/acct-1/holds",
+                             {{"amount", 1}, {"ttl_seconds", 300}}, key);
+    if (r.status == 201 && r.json["account_id"] == "acct-1" &&
+        r.Header("Location") == "/v1/holds/" + r.json["hold_id"].get<std::string>()) {
+      ++held;
+      std::lock_guard<std::mutex> lock(mu);
+      holds.push_back(r.json["hold_id"]);
+    } else if (r.status == 409 && r.json["code"] == "insufficient_credits") {
+      ++refused;
+    } else {
+      ++other;
+    }
+  });
+  CHECK(held == 10);
+  CHECK(refused == 20);
+  CHECK(other == 0);
+  CHECK(RunBy(db, "paintlock-async", "credit") != "0");
+  CHECK(RunBy(db, "paintlock", "credit") == "0");
+
+  RunConcurrently(static_cast<int>(holds.size()) * 2, [&](int i) {
+    const Reply r =
+        PostJson(gw.base(), "/v1/holds/" + holds[i / 2] + "/commit", nlohmann::json::object(), key);
+    CHECK(r.status == 200);
+    CHECK(r.json["state"] == "committed");
+  });
+  CHECK(db.Scalar("SELECT balance FROM credit_accounts WHERE id = 'acct-1'") == "0");
+  const Reply again =
+      PostJson(gw.base(), "/v1/holds/" + holds[0] + "/commit", nlohmann::json::object(), key);
+  CHECK(again.status == 200);
+  CHECK(again.Header("Idempotent-Replayed") == "true");
+  CHECK(PostJson(gw.base(), "/v1/holds/not-a-hold/commit", nlohmann::json::object(), key)
+            .json["code"] == "hold_not_found");
+  const Reply bad = Request(gw.base(), "POST", "/v1/accounts/acct-1/holds", "amount=1",
+                            "application/x-www-form-urlencoded", key);
+  CHECK(bad.status == 415);
+  CheckInvariants(db);
 }
