@@ -50,20 +50,24 @@ const char* Reason(int status) {
       return "Created";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
     case 408:
       return "Request Timeout";
+    case 409:
+      return "Conflict";
     case 413:
       return "Content Too Large";
     case 415:
       return "Unsupported Media Type";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 409:
-      return "Conflict";
     case 417:
       return "Expectation Failed";
+    case 422:
+      return "Unprocessable Content";
     case 429:
       return "Too Many Requests";
     case 431:
@@ -72,6 +76,8 @@ const char* Reason(int status) {
       return "Internal Server Error";
     case 501:
       return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
     case 503:
       return "Service Unavailable";
     case 505:
