@@ -2,6 +2,7 @@
 
 #include "base/text.h"
 #include "locks/reservations.h"  // LooksLikeUuid
+#include "locks/row_columns.h"
 #include "locks/statements.h"
 
 namespace paintlock::locks {
@@ -35,18 +36,6 @@ CreditHoldView HoldViewOf(const pqxx::row& row) {
 
 namespace {
 
-// A column of the statement's one row, as text ("" for NULL): how the
-// blocking and the asynchronous paths share the row's reading.
-using Column = std::function<std::string(const char*)>;
-
-Column ColumnsOf(const pqxx::row& row) {
-  return [&row](const char* name) { return row[name].is_null() ? "" : row[name].c_str(); };
-}
-
-Column ColumnsOf(const AsyncReply& reply) {
-  return [&reply](const char* name) { return reply.Value(0, name); };
-}
-
 HoldOutcome HoldDecided(const Column& column, std::int64_t amount) {
   const std::string outcome = column("outcome");
   if (outcome == "held") {
@@ -78,13 +67,6 @@ CommitOutcome CommitDecided(const Column& column, const std::string& hold_id) {
   }
   if (outcome == "unknown_hold") return HoldNotFound{};
   return DbFailure{DbFailureKind::kInternal, "paintlock_credit_commit: outcome " + outcome};
-}
-
-// The statement's reply as the outcome `decided` reads from its row.
-template <class Outcome, class Decide>
-Outcome FromReply(const AsyncReply& reply, const char* what, const Decide& decided) {
-  if (!reply.ok() || reply.rows() != 1) return reply.Failure(what);
-  return decided(ColumnsOf(reply));
 }
 
 }  // namespace

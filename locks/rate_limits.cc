@@ -2,17 +2,18 @@
 
 #include <algorithm>
 
+#include "locks/row_columns.h"
 #include "locks/statements.h"
 
 namespace paintlock::locks {
 
 namespace {
 
-// The statement's row (its columns as text), as the take's outcome.
-TakeOutcome Decided(const std::string& key, const std::string& allowed,
-                    const std::string& remaining, const std::string& retry_after) {
-  const std::int64_t left = std::stoll(remaining);
-  if (allowed == "t") return RateAllowed{key, left};
+// The statement's row as the take's outcome.
+TakeOutcome Decided(const std::string& key, const Column& column) {
+  const std::int64_t left = std::stoll(column("remaining"));
+  if (column("allowed") == "t") return RateAllowed{key, left};
+  const std::string retry_after = column("retry_after");
   const std::int64_t wait = retry_after.empty() ? 1 : std::stoll(retry_after);
   return RateLimited{key, left, static_cast<int>(std::min<std::int64_t>(wait, 1000000000))};
 }
@@ -40,8 +41,7 @@ TakeOutcome RateLimiter::Take(const std::string& key, const std::string& bucket,
   auto taken = db_.Run("ratelimit_take", [&](pqxx::connection& c) -> TakeOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
     pqxx::row row = Exec1(n, "ratelimit_take", p[0], p[1], p[2], p[3]);
-    return Decided(p[0], row["allowed"].c_str(), row["remaining"].c_str(),
-                   row["retry_after"].is_null() ? "" : row["retry_after"].c_str());
+    return Decided(p[0], ColumnsOf(row));
   });
   if (auto* failure = std::get_if<DbFailure>(&taken)) return *failure;
   return std::get<TakeOutcome>(std::move(taken));
@@ -57,9 +57,8 @@ void RateLimiter::TakeAsync(AsyncPool& pool, int statement, const std::string& k
   pool.Submit(
       statement, std::move(params),
       [key = std::move(stored_key), done = std::move(done)](AsyncReply reply) {
-        if (!reply.ok() || reply.rows() != 1) return done(reply.Failure("ratelimit_take"));
-        done(Decided(key, reply.Value(0, "allowed"), reply.Value(0, "remaining"),
-                     reply.Value(0, "retry_after")));
+        done(FromReply<TakeOutcome>(reply, "ratelimit_take",
+                                    [&](const Column& column) { return Decided(key, column); }));
       },
       std::move(wanted));
 }

@@ -1,0 +1,36 @@
+// One row's columns as text, whichever way the statement ran: how a store's
+// blocking call (libpqxx) and its asynchronous twin (locks/async_pool.h)
+// share the reading of the row into an outcome.
+#pragma once
+
+#include <functional>
+#include <pqxx/pqxx>
+#include <string>
+
+#include "locks/async_pool.h"
+
+namespace paintlock::locks {
+
+// The named column of the row, as text; "" for NULL (and, for an async reply,
+// for a column it does not have).
+using Column = std::function<std::string(const char*)>;
+
+// Both borrow their argument: use the Column while it lives.
+inline Column ColumnsOf(const pqxx::row& row) {
+  return [&row](const char* name) -> std::string {
+    return row[name].is_null() ? "" : row[name].c_str();
+  };
+}
+inline Column ColumnsOf(const AsyncReply& reply) {
+  return [&reply](const char* name) { return reply.Value(0, name); };
+}
+
+// An asynchronous statement's reply as the outcome `decide` reads from its
+// one row, or as its failure (AsyncReply::Failure, naming `what`).
+template <class Outcome, class Decide>
+Outcome FromReply(const AsyncReply& reply, const char* what, const Decide& decide) {
+  if (!reply.ok() || reply.rows() != 1) return reply.Failure(what);
+  return decide(ColumnsOf(reply));
+}
+
+}  // namespace paintlock::locks
