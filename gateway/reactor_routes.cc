@@ -1,5 +1,7 @@
 #include "gateway/reactor_routes.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "gateway/credit_routes.h"
 #include "gateway/limit_routes.h"
@@ -75,23 +77,24 @@ ReactorApi::PoolStats ReactorApi::Stats() const {
   return {ready_.load(std::memory_order_relaxed), waiting_.load(std::memory_order_relaxed)};
 }
 
+bool ReactorApi::Route::Frames(const std::string& path) const {
+  return path.size() > prefix.size() + suffix.size() && path.rfind(prefix, 0) == 0 &&
+         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool ReactorApi::Wants(const std::string& method, const std::string& target) const {
   if (!pool_ || method != "POST") return false;
   const std::string path = target.substr(0, target.find('?'));
-  for (const Route& r : routes_) {
-    if (path.size() > r.prefix.size() + r.suffix.size() && path.rfind(r.prefix, 0) == 0 &&
-        path.compare(path.size() - r.suffix.size(), r.suffix.size(), r.suffix) == 0) {
-      return true;
-    }
-  }
-  return false;
+  return std::any_of(routes_.begin(), routes_.end(),
+                     [&](const Route& r) { return r.Frames(path); });
 }
 
 bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) {
   if (req->has_header("Idempotency-Key")) return false;
   const Route* route = nullptr;
   for (const Route& r : routes_) {
-    if (std::regex_match(req->path, req->matches, r.pattern)) {
+    // The pattern fills req.matches as httplib would; the cheap frame first.
+    if (r.Frames(req->path) && std::regex_match(req->path, req->matches, r.pattern)) {
       route = &r;
       break;
     }

@@ -71,6 +71,7 @@ class ReactorApi : public edge::ReactorRoutes {
     std::string prefix, suffix;  // Wants(): the target's cheap shape
     std::regex pattern;          // Serve(): the worker route's own pattern
     Handler handler;
+    bool Frames(const std::string& path) const;  // prefix…suffix
   };
 
   void Take(const std::shared_ptr<Pending>& p);

@@ -469,6 +469,8 @@ class EdgeServer::Core {
     std::uint64_t route_serial = 0;
     Clock::time_point routed_at;
     bool answered = false;
+    // The reactor turn in which the client was last seen still there.
+    std::uint64_t present_turn = 0;
   };
 
   struct Job {
@@ -642,6 +644,7 @@ class EdgeServer::Core {
       Close(c);
       return true;
     }
+    c->present_turn = turns_.load(std::memory_order_relaxed);
     const Conn::State before = c->state;
     c->state = Conn::State::kAtRoute;
     c->route_serial = ++route_serials_;
@@ -649,7 +652,9 @@ class EdgeServer::Core {
     c->answered = false;
     const std::uint64_t serial = c->route_serial;
     const bool close = c->framer.wants_close();
-    Watch(c, 0);  // nothing more is read until it is answered
+    // Nothing more is read until it is answered; the socket stays in epoll
+    // (two epoll_ctl calls a request saved) and leaves it only if the client
+    // sends or closes meanwhile (OnEvent).
     const bool taken = routes_->Serve(
         std::move(req),
         [this, c, serial, close](const httplib::Response& res) { Answered(c, serial, close, res); },
@@ -668,6 +673,8 @@ class EdgeServer::Core {
     if (conns_.count(c) == 0 || c->route_serial != serial || c->state != Conn::State::kAtRoute) {
       return false;
     }
+    // Seen there in this very turn (ServeHere, moments ago): no second look.
+    if (c->present_turn == turns_.load(std::memory_order_relaxed)) return true;
     if (!ClientGone(c)) return true;
     LogClientGone(c->framer.method(), c->framer.target());
     Close(c);
@@ -775,8 +782,12 @@ class EdgeServer::Core {
       case Conn::State::kInWorker:
         return;
       case Conn::State::kAtRoute:
+        // Bytes (a pipelined request), a FIN or a reset before the answer:
+        // out of epoll until it is written. StillThere and Flush see a
+        // client that left; pipelined bytes are read after the answer.
+        if (!c->answered) return Watch(c, 0);
         if (events & (EPOLLERR | EPOLLHUP)) return Close(c);
-        if ((events & EPOLLOUT) && c->answered) WriteAnswer(c);
+        if (events & EPOLLOUT) WriteAnswer(c);
         return;
       case Conn::State::kReading:
         if (events & EPOLLERR) return Close(c);
