@@ -118,12 +118,6 @@ AsyncPool::~AsyncPool() {
   }
 }
 
-int AsyncPool::ready() const {
-  return static_cast<int>(std::count_if(conns_.begin(), conns_.end(), [](const auto& c) {
-    return c->state == Conn::State::kIdle || c->state == Conn::State::kBusy;
-  }));
-}
-
 void AsyncPool::WatchSocket(Conn& c, std::uint32_t events) {
   const int fd = PQsocket(c.pg);
   if (fd == c.fd && events == c.watched) return;
@@ -189,6 +183,7 @@ void AsyncPool::SendNextSetupStep(Conn& c) {
   c.state = Conn::State::kIdle;
   c.backoff = std::chrono::milliseconds(0);
   ++connects_;
+  ++ready_;
   WatchSocket(c, EPOLLIN);
   Dispatch();
 }
@@ -266,6 +261,7 @@ void AsyncPool::Finished(Conn& c, PGresult* last) {
 
 void AsyncPool::Fail(Conn& c, const std::string& why) {
   const bool had_job = c.state == Conn::State::kBusy;
+  if (had_job || c.state == Conn::State::kIdle) --ready_;
   if (c.pg) {
     // libpq may have closed the socket already (epoll forgot it then), and
     // its number may belong to someone else by now: unwatch only our own.

@@ -142,7 +142,7 @@ class AsyncPool {
   // timeout; returns when it next needs a call (Clock::time_point::max(): never).
   Clock::time_point Tick(Clock::time_point now);
 
-  int ready() const;  // connections idle or busy now
+  int ready() const { return ready_; }  // connections idle or busy now
   std::size_t waiting() const { return queue_.size(); }
   std::uint64_t connects() const { return connects_; }  // connections made ready, ever
 
@@ -173,6 +173,7 @@ class AsyncPool {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::deque<Job> queue_;
   std::uint64_t connects_ = 0;
+  int ready_ = 0;  // connections idle or busy (kept as they change: read after every event)
   bool dispatching_ = false;
 };
 
