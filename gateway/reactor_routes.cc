@@ -40,11 +40,21 @@ struct ReactorApi::Pending {
   Answer answer;
   Present present;  // asked before the statement is sent: no work for a client gone
 
-  // When the statement's answer comes: its log lines carry the request id again.
-  void Resume() const { base::SetCurrentRequestId(request_id); }
   void Finish() {
     EndRequest(*req, res, started);
     answer(res);
+  }
+
+  // The statement's continuation: its outcome written into the answer by
+  // `write(outcome, res)` (the worker route's own writer), then sent. Its log
+  // lines carry the request id again.
+  template <typename Outcome, typename Write>
+  static std::function<void(Outcome)> Then(std::shared_ptr<Pending> p, Write write) {
+    return [p = std::move(p), write](Outcome outcome) {
+      base::SetCurrentRequestId(p->request_id);
+      write(outcome, p->res);
+      p->Finish();
+    };
   }
 };
 
@@ -119,38 +129,26 @@ bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Pre
 void ReactorApi::Take(const std::shared_ptr<Pending>& p) {
   TakeCall call;
   if (!ReadTake(*p->req, p->res, &call)) return p->Finish();
-  limiter_.TakeAsync(
-      *pool_, kTake, call.key, call.request.bucket, call.request.cost,
-      [this, p](locks::TakeOutcome outcome) {
-        p->Resume();
-        WriteTake(limiter_, outcome, p->res);
-        p->Finish();
-      },
-      p->present);
+  limiter_.TakeAsync(*pool_, kTake, call.key, call.request.bucket, call.request.cost,
+                     Pending::Then<locks::TakeOutcome>(
+                         p, [this](const locks::TakeOutcome& outcome,
+                                   httplib::Response& res) { WriteTake(limiter_, outcome, res); }),
+                     p->present);
 }
 
 void ReactorApi::Hold(const std::shared_ptr<Pending>& p) {
   HoldCall call;
   if (!ReadHold(*p->req, p->res, &call)) return p->Finish();
-  credits_.HoldAsync(
-      *pool_, kHold, call.account, call.request.amount, call.request.ttl,
-      [p, call](locks::HoldOutcome outcome) {
-        p->Resume();
-        WriteHold(call, outcome, p->res);
-        p->Finish();
-      },
-      p->present);
+  credits_.HoldAsync(*pool_, kHold, call.account, call.request.amount, call.request.ttl,
+                     Pending::Then<locks::HoldOutcome>(
+                         p, [call](const locks::HoldOutcome& outcome,
+                                   httplib::Response& res) { WriteHold(call, outcome, res); }),
+                     p->present);
 }
 
 void ReactorApi::Commit(const std::shared_ptr<Pending>& p) {
-  credits_.CommitAsync(
-      *pool_, kCommit, p->req->matches[1],
-      [p](locks::CommitOutcome outcome) {
-        p->Resume();
-        WriteCommit(outcome, p->res);
-        p->Finish();
-      },
-      p->present);
+  credits_.CommitAsync(*pool_, kCommit, p->req->matches[1],
+                       Pending::Then<locks::CommitOutcome>(p, WriteCommit), p->present);
 }
 
 void ReactorApi::OnEvent(void* tag, std::uint32_t events) {
