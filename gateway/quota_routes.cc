@@ -158,22 +158,10 @@ struct Routes {
   }
 
   void Consume(const httplib::Request& req, httplib::Response& res) {
-    const std::optional<Counted> c =
-        Count(req, res, [&](std::optional<std::string>* subject, HttpError* error) {
-          return ParseConsumeBody(req, subject, error);
-        });
-    if (!c) return;
-    ServeIdempotently(c->named ? idempotency : nullptr, req, res, Surface::kQuotas, [&] {
-      const locks::ConsumeOutcome outcome = s.quotas.Consume(c->quota, c->who);
-      if (const auto* f = std::get_if<locks::DbFailure>(&outcome))
-        return WriteError(res, ErrorForQuotas(*f));
-      if (const auto* e = std::get_if<locks::QuotaExceeded>(&outcome))
-        return WriteError(res, Exceeded(c->quota, *e));
-      const auto& a = std::get<locks::QuotaAllowed>(outcome);
-      nlohmann::json body = Counts(c->quota, a.used, a.limit, a.resets_at);
-      body["allowed"] = true;
-      WriteJson(res, 200, body);
-    });
+    ConsumeCall call;
+    if (!ReadConsume(config, s, visitors, req, res, &call)) return;
+    ServeIdempotently(call.named ? idempotency : nullptr, req, res, Surface::kQuotas,
+                      [&] { WriteConsume(call, s.quotas.Consume(*call.quota, call.who), res); });
   }
 
   void Usage(const httplib::Request& req, httplib::Response& res) {
@@ -228,6 +216,37 @@ struct Routes {
 };
 
 }  // namespace
+
+bool ConsumeNeedsLicense(const httplib::Request& req) {
+  std::optional<std::string> key;
+  HttpError error;
+  return !LicenseKeyOf(req, &key, &error) || key.has_value();
+}
+
+bool ReadConsume(const Config& config, QuotaServices& services,
+                 const base::VisitorIdentity& visitors, const httplib::Request& req,
+                 httplib::Response& res, ConsumeCall* call) {
+  Routes routes{config, services, visitors, nullptr};
+  const auto counted =
+      routes.Count(req, res, [&](std::optional<std::string>* subject, HttpError* error) {
+        return ParseConsumeBody(req, subject, error);
+      });
+  if (!counted) return false;
+  *call = {&counted->quota, counted->who, counted->named};
+  return true;
+}
+
+void WriteConsume(const ConsumeCall& call, const locks::ConsumeOutcome& outcome,
+                  httplib::Response& res) {
+  if (const auto* f = std::get_if<locks::DbFailure>(&outcome))
+    return WriteError(res, ErrorForQuotas(*f));
+  if (const auto* e = std::get_if<locks::QuotaExceeded>(&outcome))
+    return WriteError(res, Exceeded(*call.quota, *e));
+  const auto& a = std::get<locks::QuotaAllowed>(outcome);
+  nlohmann::json body = Routes::Counts(*call.quota, a.used, a.limit, a.resets_at);
+  body["allowed"] = true;
+  WriteJson(res, 200, body);
+}
 
 bool LicenseKeyOf(const httplib::Request& req, std::optional<std::string>* key, HttpError* error) {
   key->reset();
@@ -302,7 +321,7 @@ bool ParseConsumeBody(const httplib::Request& req, std::optional<std::string>* s
 void InstallQuotaRoutes(httplib::Server& server, const Config& config, QuotaServices& services,
                         const base::VisitorIdentity& visitors, IdempotentRequests* idempotency) {
   auto routes = std::make_shared<Routes>(Routes{config, services, visitors, idempotency});
-  server.Post(R"(/v1/quotas/([^/]+)/consume)",
+  server.Post(kQuotaConsumeRoute,
               [routes](const auto& req, auto& res) { routes->Consume(req, res); });
   server.Get(R"(/v1/quotas/([^/]+))",
              [routes](const auto& req, auto& res) { routes->Usage(req, res); });

@@ -57,6 +57,32 @@ constexpr std::size_t kMaxLicenseHeaderBytes = 256;
 // *error when the headers are unusable (too long, or two different keys).
 bool LicenseKeyOf(const httplib::Request& req, std::optional<std::string>* key, HttpError* error);
 
+// A consume as read by the worker route, for the edge's reactor
+// (gateway/reactor_routes.h), which runs the statement itself.
+struct ConsumeCall {
+  const locks::QuotaPolicy* quota = nullptr;  // the store's own
+  std::string who;                            // the stored subject counted
+  bool named = false;                         // named by the caller (API key): not a visitor
+};
+
+// Whether a consume's answer needs the licence check (the request carries a
+// licence key, or licence headers that do not parse): the worker route's.
+bool ConsumeNeedsLicense(const httplib::Request& req);
+
+// Reads a consume request without a licence key as the worker route does:
+// false when `res` holds its answer already (an unknown quota, bad input, a
+// subject named without the API key).
+bool ReadConsume(const Config& config, QuotaServices& services,
+                 const base::VisitorIdentity& visitors, const httplib::Request& req,
+                 httplib::Response& res, ConsumeCall* call);
+
+// The answer for a consume's outcome.
+void WriteConsume(const ConsumeCall& call, const locks::ConsumeOutcome& outcome,
+                  httplib::Response& res);
+
+// The route's pattern, for the reactor's match.
+inline constexpr const char* kQuotaConsumeRoute = R"(/v1/quotas/([^/]+)/consume)";
+
 // The body of a consume request: empty, or a JSON object whose only member is
 // "subject". False with *error (a 4xx) otherwise; *subject is set when one is
 // named, after checking it (locks::SubjectNameProblem).

@@ -13,7 +13,7 @@ namespace paintlock::gateway {
 namespace {
 
 // The statements' indices in ReactorPoolOptions' list.
-enum Statement { kTake, kHold, kCommit };
+enum Statement { kTake, kHold, kCommit, kConsume };
 
 }  // namespace
 
@@ -25,7 +25,7 @@ locks::AsyncPoolOptions ReactorPoolOptions(const Config& config) {
   // Its own application_name: pg_stat_activity tells the two kinds apart.
   o.session_setup =
       locks::SessionSettingsSql(config.database, config.database.application_name + "-async");
-  for (const char* name : {"ratelimit_take", "credit_hold", "credit_commit"}) {
+  for (const char* name : {"ratelimit_take", "credit_hold", "credit_commit", "quota_consume"}) {
     o.statements.emplace_back(name, locks::NamedQuerySql(name));
   }
   o.queue_timeout = config.database.acquire_timeout;
@@ -59,13 +59,21 @@ struct ReactorApi::Pending {
 };
 
 ReactorApi::ReactorApi(const Config& config, locks::RateLimiter& limiter,
-                       locks::CreditStore& credits)
+                       locks::CreditStore& credits, QuotaServices& quotas,
+                       const base::VisitorIdentity& visitors)
     : config_(config),
       limiter_(limiter),
       credits_(credits),
-      routes_{{"/v1/ratelimits/", "/take", std::regex(kRateLimitTakeRoute), &ReactorApi::Take},
-              {"/v1/accounts/", "/holds", std::regex(kCreditHoldRoute), &ReactorApi::Hold},
-              {"/v1/holds/", "/commit", std::regex(kCreditCommitRoute), &ReactorApi::Commit}} {}
+      quotas_(quotas),
+      visitors_(visitors),
+      routes_{{"/v1/ratelimits/", "/take", std::regex(kRateLimitTakeRoute), &ReactorApi::Take, true,
+               nullptr},
+              {"/v1/accounts/", "/holds", std::regex(kCreditHoldRoute), &ReactorApi::Hold, true,
+               nullptr},
+              {"/v1/holds/", "/commit", std::regex(kCreditCommitRoute), &ReactorApi::Commit, true,
+               nullptr},
+              {"/v1/quotas/", "/consume", std::regex(kQuotaConsumeRoute), &ReactorApi::Consume,
+               false, ConsumeNeedsLicense}} {}
 
 ReactorApi::~ReactorApi() = default;
 
@@ -109,13 +117,14 @@ bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Pre
       break;
     }
   }
-  if (!route) return false;
+  if (!route || (route->to_workers && route->to_workers(*req))) return false;
   auto p = std::make_shared<Pending>();
   p->req = std::move(req);
   p->started = Clock::now();
   p->answer = std::move(answer);
   p->present = std::move(present);
-  if (BeginRequest(config_, *p->req, p->res) || !RequireApiKey(config_, *p->req, p->res)) {
+  if (BeginRequest(config_, *p->req, p->res) ||
+      (route->api_key && !RequireApiKey(config_, *p->req, p->res))) {
     p->Finish();
     return true;
   }
@@ -149,6 +158,17 @@ void ReactorApi::Hold(const std::shared_ptr<Pending>& p) {
 void ReactorApi::Commit(const std::shared_ptr<Pending>& p) {
   credits_.CommitAsync(*pool_, kCommit, p->req->matches[1],
                        Pending::Then<locks::CommitOutcome>(p, WriteCommit), p->present);
+}
+
+void ReactorApi::Consume(const std::shared_ptr<Pending>& p) {
+  ConsumeCall call;
+  if (!ReadConsume(config_, quotas_, visitors_, *p->req, p->res, &call)) return p->Finish();
+  quotas_.quotas.ConsumeAsync(
+      *pool_, kConsume, *call.quota, call.who,
+      Pending::Then<locks::ConsumeOutcome>(
+          p, [call](const locks::ConsumeOutcome& outcome,
+                    httplib::Response& res) { WriteConsume(call, outcome, res); }),
+      p->present);
 }
 
 void ReactorApi::OnEvent(void* tag, std::uint32_t events) {

@@ -6,13 +6,15 @@
 //   POST /v1/ratelimits/{key}/take
 //   POST /v1/accounts/{id}/holds
 //   POST /v1/holds/{id}/commit
+//   POST /v1/quotas/{name}/consume   (without a licence key: the licence
+//                                     check is a worker's, it may read)
 //
 // each one statement, the gateway's cheapest and busiest, where a worker's two
 // sleeps (for the request, for PostgreSQL) cost more than the statement
 // (bench/reports/2026-12-05-0110-async-event-loop-probe.md). The answer is the
 // worker route's: the same middleware halves (request id, CORS, access log,
 // metrics), API key check, parser and response writer (gateway/limit_routes.h,
-// gateway/credit_routes.h), the same outcome from the same row (the stores'
+// gateway/credit_routes.h, gateway/quota_routes.h), the same outcome from the same row (the stores'
 // *Async calls); only the statement runs differently. A request with an
 // Idempotency-Key goes to the workers, whose idempotency store is synchronous.
 //
@@ -34,6 +36,7 @@
 
 #include "gateway/config.h"
 #include "gateway/edge/edge_server.h"
+#include "gateway/quota_routes.h"
 #include "locks/async_pool.h"
 #include "locks/credits.h"
 #include "locks/rate_limits.h"
@@ -46,7 +49,9 @@ locks::AsyncPoolOptions ReactorPoolOptions(const Config& config);
 
 class ReactorApi : public edge::ReactorRoutes {
  public:
-  ReactorApi(const Config& config, locks::RateLimiter& limiter, locks::CreditStore& credits);
+  // All must outlive it.
+  ReactorApi(const Config& config, locks::RateLimiter& limiter, locks::CreditStore& credits,
+             QuotaServices& quotas, const base::VisitorIdentity& visitors);
   ~ReactorApi() override;
 
   void Start(locks::AsyncLoop& loop) override;
@@ -71,17 +76,22 @@ class ReactorApi : public edge::ReactorRoutes {
     std::string prefix, suffix;  // Wants(): the target's cheap shape
     std::regex pattern;          // Serve(): the worker route's own pattern
     Handler handler;
-    bool Frames(const std::string& path) const;  // prefix…suffix
+    bool api_key;                                 // refused without it (the quota's is optional)
+    bool (*to_workers)(const httplib::Request&);  // what a worker must answer (or null)
+    bool Frames(const std::string& path) const;   // prefix…suffix
   };
 
   void Take(const std::shared_ptr<Pending>& p);
   void Hold(const std::shared_ptr<Pending>& p);
   void Commit(const std::shared_ptr<Pending>& p);
+  void Consume(const std::shared_ptr<Pending>& p);
   void Publish();  // Stats(), after each call into the pool
 
   const Config& config_;
   locks::RateLimiter& limiter_;
   locks::CreditStore& credits_;
+  QuotaServices& quotas_;
+  const base::VisitorIdentity& visitors_;
   const std::vector<Route> routes_;
   std::unique_ptr<locks::AsyncPool> pool_;  // between Start and Stop
   std::atomic<int> ready_{0}, waiting_{0};

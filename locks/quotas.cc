@@ -1,6 +1,7 @@
 #include "locks/quotas.h"
 
 #include "locks/reservations.h"
+#include "locks/row_columns.h"
 #include "locks/statements.h"
 
 namespace paintlock::locks {
@@ -30,17 +31,39 @@ const QuotaPolicy* QuotaStore::Find(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// quota_consume's row as the consume's outcome.
+ConsumeOutcome Decided(const QuotaPolicy& quota, const Column& column) {
+  const int used = std::stoi(column("used"));
+  const std::string resets_at = column("resets_at");
+  if (column("allowed") == "t") return QuotaAllowed{used, quota.limit, resets_at};
+  return QuotaExceeded{used, quota.limit, resets_at, std::stoi(column("retry_after"))};
+}
+
+}  // namespace
+
 ConsumeOutcome QuotaStore::Consume(const QuotaPolicy& quota, const std::string& subject) {
   auto decided = db_.Run("quota_consume", [&](pqxx::connection& c) -> ConsumeOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
-    pqxx::row row = Exec1(n, "quota_consume", quota.name, subject, quota.limit, quota.time_zone);
-    const int used = row["used"].as<int>();
-    const std::string resets_at = row["resets_at"].as<std::string>();
-    if (row["allowed"].as<bool>()) return QuotaAllowed{used, quota.limit, resets_at};
-    return QuotaExceeded{used, quota.limit, resets_at, row["retry_after"].as<int>()};
+    const pqxx::row row =
+        Exec1(n, "quota_consume", quota.name, subject, quota.limit, quota.time_zone);
+    return Decided(quota, ColumnsOf(row));
   });
   if (auto* f = std::get_if<DbFailure>(&decided)) return *f;
   return std::get<ConsumeOutcome>(decided);
+}
+
+void QuotaStore::ConsumeAsync(AsyncPool& pool, int statement, const QuotaPolicy& quota,
+                              const std::string& subject, std::function<void(ConsumeOutcome)> done,
+                              std::function<bool()> wanted) {
+  pool.Submit(
+      statement, {quota.name, subject, std::to_string(quota.limit), quota.time_zone},
+      [&quota, done = std::move(done)](AsyncReply reply) {
+        done(FromReply<ConsumeOutcome>(
+            reply, "quota_consume", [&](const Column& column) { return Decided(quota, column); }));
+      },
+      std::move(wanted));
 }
 
 DbResult<QuotaUsage> QuotaStore::Usage(const QuotaPolicy& quota, const std::string& subject) {

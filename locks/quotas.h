@@ -17,11 +17,13 @@
 // on its own pooled connection.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "locks/async_pool.h"
 #include "locks/database.h"
 #include "locks/quotas_config.h"
 
@@ -73,6 +75,12 @@ class QuotaStore {
   // Counts one request of `subject` (a stored form: VisitorSubject or
   // NamedSubject) if today's count is below the limit.
   ConsumeOutcome Consume(const QuotaPolicy& quota, const std::string& subject);
+  // The same consume with asynchronous libpq (quota_consume.sql as `statement`
+  // of `pool`): `done` gets the outcome on the pool's thread; `wanted` as
+  // AsyncPool::Submit's. `quota` must outlive the call (the store's own).
+  void ConsumeAsync(AsyncPool& pool, int statement, const QuotaPolicy& quota,
+                    const std::string& subject, std::function<void(ConsumeOutcome)> done,
+                    std::function<bool()> wanted = nullptr);
 
   // Today's count, counting nothing.
   DbResult<QuotaUsage> Usage(const QuotaPolicy& quota, const std::string& subject);

@@ -161,3 +161,49 @@ TEST_CASE("reactor routes: credit holds and commits are exact, and a commit repl
   CHECK(bad.status == 415);
   CheckInvariants(db);
 }
+
+TEST_CASE(
+    "reactor routes: quota consumes are exact on the reactor, and a licence key is a worker's") {
+  TestDatabase db({{"p1", 1000}});
+  GatewayOptions o = Limits("api:5:0.001", "3");
+  o.env["PAINTLOCK_QUOTAS"] = "downloads:5:UTC";
+  Gateway gw(db, kNoStripe, o);
+  const auto consume = [&](const httplib::Headers& headers = {}, const std::string& body = "") {
+    return Request(gw.base(), "POST", "/v1/quotas/downloads/consume", body, "application/json",
+                   headers);
+  };
+  std::atomic<int> allowed{0}, exceeded{0}, other{0};
+  RunConcurrently(12, [&](int) {
+    const Reply r = consume();  // a visitor: no API key needed
+    if (r.status == 200 && r.json["allowed"] == true && r.json["limit"] == 5 &&
+        !r.Header("X-Request-Id").empty()) {
+      ++allowed;
+    } else if (r.status == 429 && r.json["code"] == "quota_exceeded" &&
+               std::stoi(r.Header("Retry-After")) > 0) {
+      ++exceeded;
+    } else {
+      ++other;
+    }
+  });
+  CHECK(allowed == 5);
+  CHECK(exceeded == 7);
+  CHECK(other == 0);
+  CHECK(db.Scalar("SELECT sum(used) FROM quota_usage") == "5");
+  CHECK(RunBy(db, "paintlock-async", "quota_usage") != "0");
+  CHECK(RunBy(db, "paintlock", "quota_usage") == "0");
+
+  // A subject named with the API key counts on its own; without it, refused.
+  const Reply named = consume(ApiKeyHeader(), json{{"subject", "team-a"}}.dump());
+  CHECK(named.status == 200);
+  CHECK(named.json["used"] == 1);
+  CHECK(consume({}, json{{"subject", "team-a"}}.dump()).status == 401);
+  CHECK(consume({}, "{\"subjct\": \"x\"}").json["code"] == "invalid_request");
+  CHECK(
+      Request(gw.base(), "POST", "/v1/quotas/nope/consume", "", "application/json").json["code"] ==
+      "quota_not_found");
+  // A licence key needs the licence check, a worker's: refused, and nothing counted.
+  const Reply licensed = consume({{"X-License-Key", "plk_" + std::string(64, 'f')}});
+  CHECK(licensed.status == 401);
+  CHECK(licensed.json["code"] == "license_invalid");
+  CHECK(db.Scalar("SELECT sum(used) FROM quota_usage") == "6");
+}
