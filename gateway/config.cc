@@ -323,8 +323,8 @@ std::string ConfigHelp() {
                                     PAINTLOCK_TRUSTED_PROXIES are exempt (default 64)
   PAINTLOCK_DB_POOL                 PostgreSQL connections (default 32)
   PAINTLOCK_DB_ASYNC_CONNECTIONS    more connections, driven asynchronously by the HTTP edge's
-                                    reactor for rate-limit takes and credit holds and commits;
-                                    0: workers serve them (default 8)
+                                    reactor for rate-limit takes, credit holds and commits,
+                                    quota consumes; 0: workers serve them (default 8)
   PAINTLOCK_DB_LOCK_TIMEOUT_MS      lock_timeout (default 1000)
   PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
   PAINTLOCK_DB_STATEMENTS           named | unnamed: unnamed statements work through PgBouncer's
