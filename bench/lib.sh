@@ -50,7 +50,7 @@ bench_free_port() {
 
 # bench_start_gateway DB_URL NAME [VAR=VALUE...]: a gateway with the bench
 # API key, a dead Stripe, one pooled connection per client (and one
-# asynchronous one, for the takes its reactor answers; BENCH_ASYNC_CONNECTIONS
+# asynchronous one, for the requests its reactor answers; BENCH_ASYNC_CONNECTIONS
 # overrides, 0 for none) and the extra environment given; waits until it is ready. Sets gateway_pid and
 # gateway_url; its log is $bench_work/NAME.log.
 bench_start_gateway() {

@@ -30,7 +30,7 @@
 #        gateway's place: build/async-probe, with BENCH_WORKLOADS naming
 #        ratelimit-take and/or credit-hold-commit, the routes it serves),
 #        BENCH_ASYNC_CONNECTIONS (the gateway's asynchronous connections for
-#        the takes its reactor answers: one per client; 0 for none)
+#        the requests its reactor answers: one per client; 0 for none)
 #   smoke: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1 bench/run.sh
 #   BENCH_WRITE_SCRIPTS=1 rewrites bench/pgbench/*.sql from sql/queries/.
 set -euo pipefail

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -179,7 +180,7 @@ TEST_CASE(
         !r.Header("X-Request-Id").empty()) {
       ++allowed;
     } else if (r.status == 429 && r.json["code"] == "quota_exceeded" &&
-               std::stoi(r.Header("Retry-After")) > 0) {
+               std::atoi(r.Header("Retry-After").c_str()) > 0) {
       ++exceeded;
     } else {
       ++other;
