@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "base/log.h"
@@ -184,6 +185,15 @@ void AsyncPool::SendNextSetupStep(Conn& c) {
   c.backoff = std::chrono::milliseconds(0);
   ++connects_;
   ++ready_;
+  if (connect_failing_) {
+    const auto failing_for = std::chrono::duration_cast<std::chrono::milliseconds>(
+        Clock::now() - connect_failing_since_);
+    base::LogInfo("database_connected_again", {{"async", true},
+                                               {"failed_attempts", failed_attempts_},
+                                               {"failing_for_ms", failing_for.count()}});
+    connect_failing_ = false;
+    failed_attempts_ = 0;
+  }
   WatchSocket(c, EPOLLIN);
   Dispatch();
 }
@@ -261,7 +271,8 @@ void AsyncPool::Finished(Conn& c, PGresult* last) {
 
 void AsyncPool::Fail(Conn& c, const std::string& why) {
   const bool had_job = c.state == Conn::State::kBusy;
-  if (had_job || c.state == Conn::State::kIdle) --ready_;
+  const bool was_ready = had_job || c.state == Conn::State::kIdle;
+  if (was_ready) --ready_;
   if (c.pg) {
     // libpq may have closed the socket already (epoll forgot it then), and
     // its number may belong to someone else by now: unwatch only our own.
@@ -276,8 +287,21 @@ void AsyncPool::Fail(Conn& c, const std::string& why) {
   c.state = Conn::State::kDown;
   c.backoff = std::clamp(c.backoff * 2, options_.reconnect_min, options_.reconnect_max);
   c.retry_at = Clock::now() + c.backoff;
-  base::LogWarn("database_connection_dropped",
-                {{"why", why}, {"async", true}, {"retry_in_ms", c.backoff.count()}});
+  const nlohmann::json fields = {{"why", why}, {"async", true}, {"retry_in_ms", c.backoff.count()}};
+  if (was_ready) {
+    base::LogWarn("database_connection_dropped", fields);
+  } else if (!connect_failing_) {
+    // One warning for a database that does not take connections, however many
+    // connections retry how often; then debug lines until one gets through
+    // (database_connected_again).
+    connect_failing_ = true;
+    connect_failing_since_ = Clock::now();
+    failed_attempts_ = 1;
+    base::LogWarn("database_connect_failed", fields);
+  } else {
+    ++failed_attempts_;
+    base::Log(base::LogLevel::kDebug, "database_connect_failed", fields);
+  }
   if (had_job) {
     Job job = std::move(c.job);
     if (!c.sent && !job.requeued) {

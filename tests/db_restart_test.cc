@@ -17,6 +17,23 @@ using std::chrono::milliseconds;
 
 namespace {
 
+// How many lines of the log are `event` at `level`.
+int Lines(const std::string& log, const std::string& event, const std::string& level) {
+  int n = 0;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const std::string line = log.substr(start, end - start);
+    if (line.find("\"event\":\"" + event + "\"") != std::string::npos &&
+        line.find("\"level\":\"" + level + "\"") != std::string::npos) {
+      ++n;
+    }
+    start = end + 1;
+  }
+  return n;
+}
+
 std::string Backends(TestDatabase& db, const std::string& condition) {
   return db.Scalar(
       "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'paintlock' "
@@ -198,4 +215,9 @@ TEST_CASE(
                   "i.reservation_id = r.id WHERE i.painting_id = 'p5' AND r.state = 'held'") ==
         "0");
   CheckInvariants(db);
+  // The reactor's asynchronous connections retried all along; the log says so
+  // once, and once that they are back, not at every attempt of each.
+  REQUIRE(Eventually(
+      [&] { return Lines(gw.process().Log(), "database_connected_again", "info") == 1; }));
+  CHECK(Lines(gw.process().Log(), "database_connect_failed", "warn") == 1);
 }
