@@ -309,16 +309,22 @@ int Process::Wait(std::chrono::seconds timeout) {
 
 std::string Process::Log() const { return ReadFile(log_path_); }
 
+std::vector<nlohmann::json> Process::Events(const std::string& event) const {
+  std::vector<nlohmann::json> found;
+  std::istringstream lines(Log());
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == event) found.push_back(std::move(j));
+  }
+  return found;
+}
+
 int Process::WaitForPort(std::chrono::seconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    std::istringstream lines(Log());
-    std::string line;
-    while (std::getline(lines, line)) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object() && j.value("event", "") == "listening" && j.contains("port")) {
-        return j["port"].get<int>();
-      }
+    for (const auto& line : Events("listening")) {
+      if (line.contains("port")) return line["port"].get<int>();
     }
     if (!Running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

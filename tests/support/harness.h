@@ -67,6 +67,8 @@ class Process {
   int Wait(std::chrono::seconds timeout = std::chrono::seconds(20));
   bool Running();
   std::string Log() const;  // everything it printed so far
+  // The JSON log lines whose "event" is `event`, parsed, in the order written.
+  std::vector<nlohmann::json> Events(const std::string& event) const;
   const std::string& log_path() const { return log_path_; }
   pid_t pid() const { return pid_; }
 
