@@ -185,13 +185,12 @@ void AsyncPool::SendNextSetupStep(Conn& c) {
   c.backoff = std::chrono::milliseconds(0);
   ++connects_;
   ++ready_;
-  if (connect_failing_) {
+  if (failed_attempts_ > 0) {
     const auto failing_for = std::chrono::duration_cast<std::chrono::milliseconds>(
         Clock::now() - connect_failing_since_);
     base::LogInfo("database_connected_again", {{"async", true},
                                                {"failed_attempts", failed_attempts_},
                                                {"failing_for_ms", failing_for.count()}});
-    connect_failing_ = false;
     failed_attempts_ = 0;
   }
   WatchSocket(c, EPOLLIN);
@@ -290,11 +289,10 @@ void AsyncPool::Fail(Conn& c, const std::string& why) {
   const nlohmann::json fields = {{"why", why}, {"async", true}, {"retry_in_ms", c.backoff.count()}};
   if (was_ready) {
     base::LogWarn("database_connection_dropped", fields);
-  } else if (!connect_failing_) {
+  } else if (failed_attempts_ == 0) {
     // One warning for a database that does not take connections, however many
     // connections retry how often; then debug lines until one gets through
     // (database_connected_again).
-    connect_failing_ = true;
     connect_failing_since_ = Clock::now();
     failed_attempts_ = 1;
     base::LogWarn("database_connect_failed", fields);

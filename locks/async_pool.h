@@ -174,10 +174,10 @@ class AsyncPool {
   std::deque<Job> queue_;
   std::uint64_t connects_ = 0;
   int ready_ = 0;  // connections idle or busy (kept as they change: read after every event)
-  // Connection attempts failing since (logged once, not at every retry).
-  bool connect_failing_ = false;
-  Clock::time_point connect_failing_since_;
+  // Connection attempts failing since the first of them (logged once, not at
+  // every retry); none failing when failed_attempts_ is 0.
   int failed_attempts_ = 0;
+  Clock::time_point connect_failing_since_;
   bool dispatching_ = false;
 };
 
