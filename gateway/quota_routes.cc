@@ -100,62 +100,57 @@ void AnswerForLicense(QuotaServices& s, const locks::QuotaPolicy& quota, const s
   WriteError(res, LicenseRefused(check));
 }
 
+// The quota in the path and whom the request counts against, in *call: the
+// subject it names (which needs the API key), else the visitor. False when the
+// request is already answered: an unknown quota, bad input, a licence key that decides
+// it, or a subject it may not name. `read_subject(&subject, &error)` reads the
+// subject the request names, if any.
+template <class ReadSubject>
+bool Count(const Config& config, QuotaServices& s, const base::VisitorIdentity& visitors,
+           const httplib::Request& req, httplib::Response& res, ReadSubject read_subject,
+           ConsumeCall* call) {
+  const locks::QuotaPolicy* quota = s.quotas.Find(req.matches[1]);
+  if (quota == nullptr) {
+    WriteError(res, QuotaNotFound(req.matches[1], s.quotas));
+    return false;
+  }
+  HttpError error;
+  Presented presented;
+  std::optional<std::string> subject;
+  if (!ReadPresented(req, config, &presented, &error) || !read_subject(&subject, &error)) {
+    WriteError(res, error);
+    return false;
+  }
+  if (subject && presented.api_key != ApiKey::kValid) {
+    WriteError(res, Unauthorized(config,
+                                 "Naming a subject needs the API key: send "
+                                 "Authorization: Bearer <PAINTLOCK_API_KEY>."));
+    return false;
+  }
+  if (presented.license) {
+    AnswerForLicense(s, *quota, *presented.license, res);
+    return false;
+  }
+  *call = {quota,
+           subject ? locks::NamedSubject(*subject) : locks::VisitorSubject(visitors.VisitorOf(req)),
+           subject.has_value()};
+  return true;
+}
+
+nlohmann::json Counts(const locks::QuotaPolicy& quota, int used, int limit,
+                      const std::string& resets_at) {
+  return {{"quota", quota.name},
+          {"used", used},
+          {"limit", limit},
+          {"remaining", std::max(0, limit - used)},
+          {"resets_at", resets_at}};
+}
+
 struct Routes {
   const Config& config;
   QuotaServices& s;
   const base::VisitorIdentity& visitors;
   IdempotentRequests* idempotency;
-
-  struct Counted {
-    const locks::QuotaPolicy& quota;
-    std::string who;
-    bool named = false;  // a subject the caller named (with the API key)
-  };
-
-  // The quota in the path and whom the request counts against: the subject it
-  // names (which needs the API key), else the visitor. nullopt when the
-  // request is already answered: an unknown quota, bad input, a licence key
-  // that decides it, or a subject it may not name. `read_subject(&subject,
-  // &error)` reads the subject the request names, if any.
-  template <class ReadSubject>
-  std::optional<Counted> Count(const httplib::Request& req, httplib::Response& res,
-                               ReadSubject read_subject) {
-    const locks::QuotaPolicy* quota = s.quotas.Find(req.matches[1]);
-    if (quota == nullptr) {
-      WriteError(res, QuotaNotFound(req.matches[1], s.quotas));
-      return std::nullopt;
-    }
-    HttpError error;
-    Presented presented;
-    std::optional<std::string> subject;
-    if (!ReadPresented(req, config, &presented, &error) || !read_subject(&subject, &error)) {
-      WriteError(res, error);
-      return std::nullopt;
-    }
-    if (subject && presented.api_key != ApiKey::kValid) {
-      WriteError(res, Unauthorized(config,
-                                   "Naming a subject needs the API key: send "
-                                   "Authorization: Bearer <PAINTLOCK_API_KEY>."));
-      return std::nullopt;
-    }
-    if (presented.license) {
-      AnswerForLicense(s, *quota, *presented.license, res);
-      return std::nullopt;
-    }
-    return Counted{
-        *quota,
-        subject ? locks::NamedSubject(*subject) : locks::VisitorSubject(visitors.VisitorOf(req)),
-        subject.has_value()};
-  }
-
-  static nlohmann::json Counts(const locks::QuotaPolicy& quota, int used, int limit,
-                               const std::string& resets_at) {
-    return {{"quota", quota.name},
-            {"used", used},
-            {"limit", limit},
-            {"remaining", std::max(0, limit - used)},
-            {"resets_at", resets_at}};
-  }
 
   void Consume(const httplib::Request& req, httplib::Response& res) {
     ConsumeCall call;
@@ -165,20 +160,23 @@ struct Routes {
   }
 
   void Usage(const httplib::Request& req, httplib::Response& res) {
-    const std::optional<Counted> c =
-        Count(req, res, [&](std::optional<std::string>* subject, HttpError* error) {
+    ConsumeCall c;  // a usage read counts whom a consume would
+    const bool counts = Count(
+        config, s, visitors, req, res,
+        [&](std::optional<std::string>* subject, HttpError* error) {
           if (!req.has_param("subject")) return true;
           *subject = req.get_param_value("subject");
           const std::string problem = locks::SubjectNameProblem(**subject);
           if (!problem.empty()) *error = InvalidRequest(problem, "subject");
           return problem.empty();
-        });
-    if (!c) return;
-    auto usage = s.quotas.Usage(c->quota, c->who);
+        },
+        &c);
+    if (!counts) return;
+    auto usage = s.quotas.Usage(*c.quota, c.who);
     if (const auto* f = std::get_if<locks::DbFailure>(&usage))
       return WriteError(res, ErrorForQuotas(*f));
     const auto& u = std::get<locks::QuotaUsage>(usage);
-    WriteJson(res, 200, Counts(c->quota, u.used, u.limit, u.resets_at));
+    WriteJson(res, 200, Counts(*c.quota, u.used, u.limit, u.resets_at));
   }
 
   void ValidateLicense(const std::string& key, httplib::Response& res) {
@@ -226,14 +224,12 @@ bool ConsumeNeedsLicense(const httplib::Request& req) {
 bool ReadConsume(const Config& config, QuotaServices& services,
                  const base::VisitorIdentity& visitors, const httplib::Request& req,
                  httplib::Response& res, ConsumeCall* call) {
-  Routes routes{config, services, visitors, nullptr};
-  const auto counted =
-      routes.Count(req, res, [&](std::optional<std::string>* subject, HttpError* error) {
+  return Count(
+      config, services, visitors, req, res,
+      [&](std::optional<std::string>* subject, HttpError* error) {
         return ParseConsumeBody(req, subject, error);
-      });
-  if (!counted) return false;
-  *call = {&counted->quota, counted->who, counted->named};
-  return true;
+      },
+      call);
 }
 
 void WriteConsume(const ConsumeCall& call, const locks::ConsumeOutcome& outcome,
@@ -243,7 +239,7 @@ void WriteConsume(const ConsumeCall& call, const locks::ConsumeOutcome& outcome,
   if (const auto* e = std::get_if<locks::QuotaExceeded>(&outcome))
     return WriteError(res, Exceeded(*call.quota, *e));
   const auto& a = std::get<locks::QuotaAllowed>(outcome);
-  nlohmann::json body = Routes::Counts(*call.quota, a.used, a.limit, a.resets_at);
+  nlohmann::json body = Counts(*call.quota, a.used, a.limit, a.resets_at);
   body["allowed"] = true;
   WriteJson(res, 200, body);
 }
