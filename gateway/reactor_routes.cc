@@ -15,6 +15,18 @@ namespace {
 // The statements' indices in ReactorPoolOptions' list.
 enum Statement { kTake, kHold, kCommit, kConsume };
 
+// What a worker answers instead of the reactor (Route::to_workers). A request
+// with an Idempotency-Key, on every route: the idempotency store is
+// synchronous.
+bool CarriesIdempotencyKey(const httplib::Request& req) {
+  return req.has_header("Idempotency-Key");
+}
+
+// A consume too when its answer needs the licence check, which may read.
+bool ConsumeToWorkers(const httplib::Request& req) {
+  return CarriesIdempotencyKey(req) || ConsumeNeedsLicense(req);
+}
+
 }  // namespace
 
 locks::AsyncPoolOptions ReactorPoolOptions(const Config& config) {
@@ -67,13 +79,13 @@ ReactorApi::ReactorApi(const Config& config, locks::RateLimiter& limiter,
       quotas_(quotas),
       visitors_(visitors),
       routes_{{"/v1/ratelimits/", "/take", std::regex(kRateLimitTakeRoute), &ReactorApi::Take, true,
-               nullptr},
+               CarriesIdempotencyKey},
               {"/v1/accounts/", "/holds", std::regex(kCreditHoldRoute), &ReactorApi::Hold, true,
-               nullptr},
+               CarriesIdempotencyKey},
               {"/v1/holds/", "/commit", std::regex(kCreditCommitRoute), &ReactorApi::Commit, true,
-               nullptr},
+               CarriesIdempotencyKey},
               {"/v1/quotas/", "/consume", std::regex(kQuotaConsumeRoute), &ReactorApi::Consume,
-               false, ConsumeNeedsLicense}} {}
+               false, ConsumeToWorkers}} {}
 
 ReactorApi::~ReactorApi() = default;
 
@@ -108,7 +120,6 @@ bool ReactorApi::Wants(const std::string& method, const std::string& target) con
 }
 
 bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) {
-  if (req->has_header("Idempotency-Key")) return false;
   const Route* route = nullptr;
   for (const Route& r : routes_) {
     // The pattern fills req.matches as httplib would; the cheap frame first.
@@ -117,7 +128,7 @@ bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Pre
       break;
     }
   }
-  if (!route || (route->to_workers && route->to_workers(*req))) return false;
+  if (!route || route->to_workers(*req)) return false;
   auto p = std::make_shared<Pending>();
   p->req = std::move(req);
   p->started = Clock::now();

@@ -77,7 +77,7 @@ class ReactorApi : public edge::ReactorRoutes {
     std::regex pattern;          // Serve(): the worker route's own pattern
     Handler handler;
     bool api_key;                                 // refused without it (the quota's is optional)
-    bool (*to_workers)(const httplib::Request&);  // what a worker must answer (or null)
+    bool (*to_workers)(const httplib::Request&);  // what a worker must answer
     bool Frames(const std::string& path) const;   // prefix…suffix
   };
 
