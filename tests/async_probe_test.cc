@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/support/harness.h"
-#include "tests/support/take_tally.h"
+#include "tests/support/outcome_tally.h"
 
 using namespace paintlock::testing;
 
@@ -28,15 +28,15 @@ TEST_CASE("bench: the async probe grants exactly a bucket's budget and answers a
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
   CHECK(Request(base, "GET", "/readyz").status == 200);
 
-  TakeTally tally;
+  OutcomeTally tally;
   RunConcurrently(12, [&](int) {
-    tally.Count(
-        PostJson(base, "/v1/ratelimits/api:caller/take", nlohmann::json::object(), ApiKeyHeader()),
-        "api:caller");
+    const Reply r =
+        PostJson(base, "/v1/ratelimits/api:caller/take", nlohmann::json::object(), ApiKeyHeader());
+    tally.Add(TakeOutcome(r, "api:caller"), r);
   });
-  CHECK(tally.allowed == 3);
-  CHECK(tally.limited == 9);
-  CHECK(tally.other == 0);
+  CHECK(tally.granted() == 3);
+  CHECK(tally.refused() == 9);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
   CHECK(db.Scalar("SELECT floor(tokens) FROM rate_limit_buckets WHERE key = 'api:caller'") == "0");
 
   const auto take = [&](const std::string& key, const httplib::Headers& headers) {

@@ -2,11 +2,11 @@
 // processes, real concurrent HTTP clients (locks/CREDITS.md).
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <set>
 
 #include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
+#include "tests/support/outcome_tally.h"
 
 using namespace paintlock::testing;
 using nlohmann::json;
@@ -105,19 +105,14 @@ TEST_CASE("credits: many small holds at once never hold more than the balance") 
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe);
   REQUIRE(TopUp(gw.base(), "crowd", 55, "seed").status == 200);
-  std::atomic<int> created{0}, refused{0}, other{0};
+  OutcomeTally tally;
   RunConcurrently(20, [&](int) {
-    Reply r = Hold(gw.base(), "crowd", 10);
-    if (r.status == 201)
-      ++created;
-    else if (r.status == 409)
-      ++refused;
-    else
-      ++other;
+    const Reply r = Hold(gw.base(), "crowd", 10);
+    tally.Add(HoldOutcome(r), r);
   });
-  CHECK(created == 5);
-  CHECK(refused == 15);
-  CHECK(other == 0);
+  CHECK(tally.granted() == 5);
+  CHECK(tally.refused() == 15);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
   CHECK(Account(gw.base(), "crowd")["available"] == 5);
   CheckCreditInvariants(db);
 }

@@ -7,10 +7,10 @@
 #include <ctime>
 #include <functional>
 #include <memory>
-#include <mutex>
 
 #include "locks/licenses.h"
 #include "tests/support/harness.h"
+#include "tests/support/outcome_tally.h"
 #include "webhooks/signature.h"
 
 using namespace paintlock::testing;
@@ -44,25 +44,6 @@ Reply ConsumeAs(const std::string& base, const std::string& subject,
 std::string Count(TestDatabase& db, const std::string& where = "true") {
   return db.Scalar("SELECT coalesce(sum(used), 0) FROM quota_usage WHERE " + where);
 }
-
-// Counts answers from many threads; keeps the unexpected ones to show them.
-struct Tally {
-  std::mutex mu;
-  int allowed = 0, refused = 0, other = 0;
-  std::string others;  // "status body" of each unexpected answer
-  void Add(const Reply& r) {
-    const bool is_object = r.json.is_object();
-    std::lock_guard<std::mutex> lock(mu);
-    if (r.status == 200 && is_object && r.json.value("allowed", false)) {
-      ++allowed;
-    } else if (r.status == 429 && is_object && r.json.value("code", "") == "quota_exceeded") {
-      ++refused;
-    } else {
-      ++other;
-      others += std::to_string(r.status) + " " + r.body.substr(0, 300) + "\n";
-    }
-  }
-};
 
 json SubscriptionEvent(const std::string& event_id, const std::string& type,
                        const std::string& subscription, const std::string& status,
@@ -108,6 +89,7 @@ void Hammer(const std::vector<std::string>& bases, int threads, int total,
       if (res) {
         r.status = res->status;
         r.body = res->body;
+        r.headers = res->headers;
         r.json = json::parse(res->body, nullptr, false);
       }
       done(j, r);
@@ -127,12 +109,12 @@ TEST_CASE(
   FakeStripe stripe;
   Gateway gw(db, stripe.base(), QuotaGateway());
 
-  Tally tally;
+  OutcomeTally tally;
   std::vector<Reply> replies(12);
   RunConcurrently(12, [&](int i) { replies[i] = Consume(gw.base()); });
   std::vector<int> used;
   for (const auto& r : replies) {
-    tally.Add(r);
+    tally.Add(ConsumeOutcome(r), r);
     if (r.status == 200) used.push_back(r.json["used"]);
     if (r.status == 429) {
       CHECK(r.json["used"] == 5);
@@ -141,9 +123,9 @@ TEST_CASE(
       CHECK(r.json["message"].get<std::string>().find("midnight (UTC)") != std::string::npos);
     }
   }
-  CHECK(tally.allowed == 5);
-  CHECK(tally.refused == 7);
-  CHECK_MESSAGE(tally.other == 0, tally.others);
+  CHECK(tally.granted() == 5);
+  CHECK(tally.refused() == 7);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
   std::sort(used.begin(), used.end());
   CHECK(used == std::vector<int>{1, 2, 3, 4, 5});  // each allowed request saw its own count
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage") == "1");
@@ -159,11 +141,14 @@ TEST_CASE("quota: two gateways sharing the visitor key count one visitor once") 
   FakeStripe stripe;
   Gateway one(db, stripe.base(), QuotaGateway());
   Gateway two(db, stripe.base(), QuotaGateway());
-  Tally tally;
-  RunConcurrently(12, [&](int i) { tally.Add(Consume(i % 2 ? one.base() : two.base())); });
-  CHECK(tally.allowed == 5);
-  CHECK(tally.refused == 7);
-  CHECK_MESSAGE(tally.other == 0, tally.others);
+  OutcomeTally tally;
+  RunConcurrently(12, [&](int i) {
+    const Reply r = Consume(i % 2 ? one.base() : two.base());
+    tally.Add(ConsumeOutcome(r), r);
+  });
+  CHECK(tally.granted() == 5);
+  CHECK(tally.refused() == 7);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage") == "1");
   CHECK(Count(db) == "5");
 }
@@ -178,8 +163,8 @@ TEST_CASE(
   Gateway one(db, stripe.base(), options);
   Gateway two(db, stripe.base(), options);
   constexpr int kVisitors = 100, kEach = 12, kThreads = 120;
-  std::vector<std::unique_ptr<Tally>> tallies;
-  for (int v = 0; v < kVisitors; ++v) tallies.push_back(std::make_unique<Tally>());
+  std::vector<std::unique_ptr<OutcomeTally>> tallies;
+  for (int v = 0; v < kVisitors; ++v) tallies.push_back(std::make_unique<OutcomeTally>());
   std::atomic<int> no_answer{0};
   // Request j is visitor j % 100: each visitor's twelve requests run on six
   // threads, through both gateways.
@@ -190,12 +175,14 @@ TEST_CASE(
       },
       [&](int j, const Reply& r) {
         if (r.status == 0) ++no_answer;
-        tallies[j % kVisitors]->Add(r);
+        tallies[j % kVisitors]->Add(ConsumeOutcome(r), r);
       });
   CHECK(no_answer == 0);
   int exact = 0;
   for (int v = 0; v < kVisitors; ++v) {
-    if (tallies[v]->allowed == 5 && tallies[v]->refused == 7 && tallies[v]->other == 0) ++exact;
+    if (tallies[v]->granted() == 5 && tallies[v]->refused() == 7 && tallies[v]->other() == 0) {
+      ++exact;
+    }
   }
   CHECK(exact == kVisitors);
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage") == "100");
@@ -208,18 +195,18 @@ TEST_CASE(
   TestDatabase db;
   FakeStripe stripe;
   Gateway gw(db, stripe.base(), QuotaGateway());
-  std::vector<std::unique_ptr<Tally>> tallies;
-  for (int s = 0; s < 10; ++s) tallies.push_back(std::make_unique<Tally>());
+  std::vector<std::unique_ptr<OutcomeTally>> tallies;
+  for (int s = 0; s < 10; ++s) tallies.push_back(std::make_unique<OutcomeTally>());
   Hammer(
       {gw.base()}, 40, 80,
       [](int j) {
         httplib::Headers h = ApiKeyHeader();
         return Post{h, json{{"subject", "user-" + std::to_string(j % 10)}}.dump()};
       },
-      [&](int j, const Reply& r) { tallies[j % 10]->Add(r); });
+      [&](int j, const Reply& r) { tallies[j % 10]->Add(ConsumeOutcome(r), r); });
   for (const auto& t : tallies) {
-    CHECK(t->allowed == 5);
-    CHECK(t->refused == 3);
+    CHECK(t->granted() == 5);
+    CHECK(t->refused() == 3);
   }
   CHECK(
       db.Scalar("SELECT count(*) FROM quota_usage WHERE subject = 'subject:user-3' AND used = 5") ==
@@ -342,16 +329,16 @@ TEST_CASE(
         return r.status == 200 && r.json["valid"] == true;
       },
       std::chrono::milliseconds(5000)));
-  Tally tally;
+  OutcomeTally tally;
   RunConcurrently(20, [&](int i) {
     httplib::Headers h = i % 2 ? httplib::Headers{{"X-License-Key", key}}
                                : httplib::Headers{{"Authorization", "License " + key}};
     Reply r = Consume(gw.base(), "downloads", h);
     if (r.status == 200) CHECK(r.json["licensed"] == true);
-    tally.Add(r);
+    tally.Add(ConsumeOutcome(r), r);
   });
-  CHECK(tally.allowed == 20);
-  CHECK_MESSAGE(tally.other == 0, tally.others);
+  CHECK(tally.granted() == 20);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage") == "0");
   Reply header_check = Request(gw.base(), "GET", "/v1/license", "", "", {{"X-License-Key", key}});
   CHECK(header_check.status == 200);

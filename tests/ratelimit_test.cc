@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "tests/support/harness.h"
-#include "tests/support/take_tally.h"
+#include "tests/support/outcome_tally.h"
 
 using namespace paintlock::testing;
 using nlohmann::json;
@@ -41,12 +41,14 @@ TEST_CASE("rate limits: 50 concurrent callers on two gateways get exactly the bu
   Gateway two(db, kNoStripe, Limits("api:10:0.001"));
   for (int round = 0; round < 3; ++round) {
     const std::string key = "api:caller-" + std::to_string(round);
-    TakeTally tally;
-    RunConcurrently(50,
-                    [&](int i) { tally.Count(Take(i % 2 ? one.base() : two.base(), key), key); });
-    CHECK(tally.allowed == 10);
-    CHECK(tally.limited == 40);
-    CHECK(tally.other == 0);
+    OutcomeTally tally;
+    RunConcurrently(50, [&](int i) {
+      const Reply r = Take(i % 2 ? one.base() : two.base(), key);
+      tally.Add(TakeOutcome(r, key), r);
+    });
+    CHECK(tally.granted() == 10);
+    CHECK(tally.refused() == 40);
+    CHECK_MESSAGE(tally.other() == 0, tally.others());
   }
   // A cost takes that many tokens: 10 / 3 → three takes fit, across both gateways.
   std::atomic<int> allowed{0};

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tests/support/harness.h"
-#include "tests/support/take_tally.h"
+#include "tests/support/outcome_tally.h"
 
 using namespace paintlock::testing;
 using nlohmann::json;
@@ -47,16 +47,16 @@ TEST_CASE(
     "reactor routes: the reactor answers a take on its own connections, exactly as a worker") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe, Limits("api:5:0.001", "3"));
-  TakeTally tally;
+  OutcomeTally tally;
   std::atomic<int> without_id{0};
   RunConcurrently(12, [&](int) {
     const Reply r = Take(gw.base(), "api:caller");
-    tally.Count(r, "api:caller");
+    tally.Add(TakeOutcome(r, "api:caller"), r);
     if (r.Header("X-Request-Id").empty()) ++without_id;
   });
-  CHECK(tally.allowed == 5);
-  CHECK(tally.limited == 7);
-  CHECK(tally.other == 0);
+  CHECK(tally.granted() == 5);
+  CHECK(tally.refused() == 7);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
   CHECK(without_id == 0);
   // Three connections of its own ran them; none of the workers' pool did.
   CHECK(Eventually([&] {
@@ -121,26 +121,23 @@ TEST_CASE("reactor routes: credit holds and commits are exact, and a commit repl
   Gateway gw(db, kNoStripe, Limits("api:5:0.001", "3"));
   db.Exec("INSERT INTO credit_accounts (id, balance) VALUES ('acct-1', 10)");
   const httplib::Headers key = ApiKeyHeader();
-  std::atomic<int> held{0}, refused{0}, other{0};
+  OutcomeTally tally;
   std::mutex mu;
   std::vector<std::string> holds;
   RunConcurrently(30, [&](int) {
     const Reply r = PostJson(gw.base(), "/v1/accounts/acct-1/holds",
                              {{"amount", 1}, {"ttl_seconds", 300}}, key);
-    if (r.status == 201 && r.json["account_id"] == "acct-1" &&
-        r.Header("Location") == "/v1/holds/" + r.json["hold_id"].get<std::string>()) {
-      ++held;
+    const Outcome outcome = HoldOutcome(r);
+    tally.Add(outcome, r);
+    if (outcome == Outcome::kGranted) {
+      CHECK(r.json["account_id"] == "acct-1");
       std::lock_guard<std::mutex> lock(mu);
       holds.push_back(r.json["hold_id"]);
-    } else if (r.status == 409 && r.json["code"] == "insufficient_credits") {
-      ++refused;
-    } else {
-      ++other;
     }
   });
-  CHECK(held == 10);
-  CHECK(refused == 20);
-  CHECK(other == 0);
+  CHECK(tally.granted() == 10);
+  CHECK(tally.refused() == 20);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
   CHECK(RunBy(db, "paintlock-async", "credit") != "0");
   CHECK(RunBy(db, "paintlock", "credit") == "0");
 
@@ -173,22 +170,19 @@ TEST_CASE(
     return Request(gw.base(), "POST", "/v1/quotas/downloads/consume", body, "application/json",
                    headers);
   };
-  std::atomic<int> allowed{0}, exceeded{0}, other{0};
+  OutcomeTally tally;
+  std::atomic<int> without_id{0};
   RunConcurrently(12, [&](int) {
     const Reply r = consume();  // a visitor: no API key needed
-    if (r.status == 200 && r.json["allowed"] == true && r.json["limit"] == 5 &&
-        !r.Header("X-Request-Id").empty()) {
-      ++allowed;
-    } else if (r.status == 429 && r.json["code"] == "quota_exceeded" &&
-               std::atoi(r.Header("Retry-After").c_str()) > 0) {
-      ++exceeded;
-    } else {
-      ++other;
-    }
+    const Outcome outcome = ConsumeOutcome(r);
+    tally.Add(outcome, r);
+    if (outcome == Outcome::kGranted) CHECK(r.json["limit"] == 5);
+    if (r.Header("X-Request-Id").empty()) ++without_id;
   });
-  CHECK(allowed == 5);
-  CHECK(exceeded == 7);
-  CHECK(other == 0);
+  CHECK(tally.granted() == 5);
+  CHECK(tally.refused() == 7);
+  CHECK_MESSAGE(tally.other() == 0, tally.others());
+  CHECK(without_id == 0);
   CHECK(db.Scalar("SELECT sum(used) FROM quota_usage") == "5");
   CHECK(RunBy(db, "paintlock-async", "quota_usage") != "0");
   CHECK(RunBy(db, "paintlock", "quota_usage") == "0");
