@@ -7,7 +7,8 @@ namespace {
 // Retry-After as whole seconds, or -1 when missing or not a number.
 int RetryAfterSeconds(const Reply& r) {
   const std::string retry = r.Header("Retry-After");
-  if (retry.empty() || retry.size() > 9 || retry.find_first_not_of("0123456789") != std::string::npos)
+  if (retry.empty() || retry.size() > 9 ||
+      retry.find_first_not_of("0123456789") != std::string::npos)
     return -1;
   return std::stoi(retry);
 }
