@@ -19,6 +19,20 @@ using nlohmann::json;
 constexpr double kReleaseSlackSeconds = 1.5;
 constexpr double kExactSlackSeconds = 0.001;
 
+// A client that disconnects leaves; its request does not. The gateway may
+// still start that request's reserve this long after the request began: a
+// worker waits up to the pool's acquire timeout (5 s, the default the rig
+// keeps) for a connection; through PgBouncer the statement can then wait in
+// PgBouncer's queue for a server while the cluster fails over
+// (query_wait_timeout, 20 s in fixtures/ha/pgbouncer.sh); and a take-over
+// asks Stripe first, within the gateway's Stripe deadline. Seen in a failover
+// campaign through PgBouncer: a reservation created 5 s after its client left.
+double DisconnectedWorkSeconds(const CampaignShape& shape) {
+  constexpr double kAcquireSeconds = 5, kPgBouncerQueueSeconds = 20;
+  const double stripe_deadline = 3 * shape.stripe_timeout_ms / 1000.0;  // STRIPE_DEADLINE_MS
+  return kAcquireSeconds + (shape.pgbouncer ? kPgBouncerQueueSeconds : 0) + stripe_deadline;
+}
+
 struct Interval {
   double start = 0, end = 0, slack = kExactSlackSeconds;
 };
@@ -383,9 +397,11 @@ class Checker {
 
   // A checkout answered with an error said "nothing was reserved for you".
   // The gateway picks reservation ids itself, so a reservation is matched to
-  // the checkouts of the same cart that were in flight when it was created:
+  // the checkouts of the same cart that were in flight when it was created
+  // (a disconnected one for as long as the gateway may still act on it):
   // if every one of them was answered with an error, it must have been undone.
   void CheckoutErrorsAreTrue(InvariantResult& out) {
+    const double disconnected_work = DisconnectedWorkSeconds(in_.shape);
     for (const auto& [id, r] : reservations_) {
       if (!r.buyer.empty()) continue;
       ++out.checked;
@@ -394,7 +410,10 @@ class Checker {
         if (a.skipped || !IsCheckoutLike(a.step.kind) || Set(a.step.paintings) != r.paintings) {
           continue;
         }
-        if (r.created >= a.started_unix - 0.05 && r.created <= a.ended_unix + 0.05) {
+        const double ended = a.step.kind == StepKind::kDisconnect
+                                 ? std::max(a.ended_unix, a.started_unix + disconnected_work)
+                                 : a.ended_unix;
+        if (r.created >= a.started_unix - 0.05 && r.created <= ended + 0.05) {
           candidates.push_back(&a);
         }
       }
