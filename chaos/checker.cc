@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "locks/database.h"
+
 namespace paintlock::chaos {
 
 namespace {
@@ -21,16 +23,17 @@ constexpr double kExactSlackSeconds = 0.001;
 
 // A client that disconnects leaves; its request does not. The gateway may
 // still start that request's reserve this long after the request began: a
-// worker waits up to the pool's acquire timeout (5 s, the default the rig
+// worker waits up to the pool's acquire timeout (the default, which the rig
 // keeps) for a connection; through PgBouncer the statement can then wait in
 // PgBouncer's queue for a server while the cluster fails over
 // (query_wait_timeout, 20 s in fixtures/ha/pgbouncer.sh); and a take-over
 // asks Stripe first, within the gateway's Stripe deadline. Seen in a failover
 // campaign through PgBouncer: a reservation created 5 s after its client left.
 double DisconnectedWorkSeconds(const CampaignShape& shape) {
-  constexpr double kAcquireSeconds = 5, kPgBouncerQueueSeconds = 20;
+  constexpr double kPgBouncerQueueSeconds = 20;
+  const double acquire = locks::DatabaseOptions{}.acquire_timeout.count() / 1000.0;
   const double stripe_deadline = 3 * shape.stripe_timeout_ms / 1000.0;  // STRIPE_DEADLINE_MS
-  return kAcquireSeconds + (shape.pgbouncer ? kPgBouncerQueueSeconds : 0) + stripe_deadline;
+  return acquire + (shape.pgbouncer ? kPgBouncerQueueSeconds : 0) + stripe_deadline;
 }
 
 struct Interval {

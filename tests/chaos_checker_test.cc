@@ -155,7 +155,6 @@ TEST_CASE(
   REQUIRE(!held.empty());
   const double created = std::stod(db.Scalar(
       "SELECT extract(epoch FROM created_at)::float8 FROM reservations WHERE id = '" + held + "'"));
-  // A buyer told 409 while the hold was made: on its own, that answer is a lie.
   // A checkout-like answer on [p3] (Timed would derive its index from today's
   // clock, past an int).
   const auto on_p3 = [](chaos::StepKind kind, int index, double started, double ended, int status) {
@@ -168,6 +167,7 @@ TEST_CASE(
     a.status = status;
     return a;
   };
+  // A buyer told 409 while the hold was made: on its own, that answer is a lie.
   in.answers.push_back(on_p3(chaos::StepKind::kCheckout, 1, created - 0.2, created + 0.2, 409));
   const auto lies = [](const std::vector<chaos::InvariantResult>& results) {
     for (const auto& r : results) {
