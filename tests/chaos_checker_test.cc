@@ -30,11 +30,12 @@ chaos::CheckInput Input(TestDatabase& db) {
   return in;
 }
 
-// An answer to a step of `kind` on gateway `gw`, timed on the wall clock.
-chaos::Answer Timed(chaos::StepKind kind, int gw, double started, double ended, int status) {
+// An answer to step `index`, of `kind`, on gateway `gw`, timed on the wall clock.
+chaos::Answer Timed(chaos::StepKind kind, int index, int gw, double started, double ended,
+                    int status) {
   chaos::Answer a;
   a.step.kind = kind;
-  a.step.index = static_cast<int>(started * 10);
+  a.step.index = index;
   a.step.gw = gw;
   a.started_unix = started;
   a.ended_unix = ended;
@@ -155,16 +156,10 @@ TEST_CASE(
   REQUIRE(!held.empty());
   const double created = std::stod(db.Scalar(
       "SELECT extract(epoch FROM created_at)::float8 FROM reservations WHERE id = '" + held + "'"));
-  // A checkout-like answer on [p3] (Timed would derive its index from today's
-  // clock, past an int).
+  // A checkout-like answer on [p3].
   const auto on_p3 = [](chaos::StepKind kind, int index, double started, double ended, int status) {
-    chaos::Answer a;
-    a.step.kind = kind;
-    a.step.index = index;
+    chaos::Answer a = Timed(kind, index, 0, started, ended, status);
     a.step.paintings = {"p3"};
-    a.started_unix = started;
-    a.ended_unix = ended;
-    a.status = status;
     return a;
   };
   // A buyer told 409 while the hold was made: on its own, that answer is a lie.
@@ -246,18 +241,18 @@ TEST_CASE(
 
 TEST_CASE("chaos: the failover check times each gateway's outage and finds a lost write") {
   std::vector<chaos::Answer> answers;
-  chaos::Answer kill = Timed(chaos::StepKind::kKillPrimary, 0, 1000, 1000.2, 1);
+  chaos::Answer kill = Timed(chaos::StepKind::kKillPrimary, 10000, 0, 1000, 1000.2, 1);
   kill.body = {{"node", "127.0.0.1:5"}, {"killed_unix", 1000.1}};
   answers.push_back(kill);
   // Gateway A: a write acknowledged after the kill that began before it does not count; a
   // 503, then the first acknowledged write 6.5 s after the kill.
-  answers.push_back(Timed(chaos::StepKind::kTopUp, 0, 999.9, 1000.5, 200));
-  answers.push_back(Timed(chaos::StepKind::kCreditHold, 0, 1001, 1001.1, 503));
-  answers.push_back(Timed(chaos::StepKind::kQuotaConsume, 0, 1003, 1006.6, 200));
-  answers.push_back(Timed(chaos::StepKind::kTopUp, 0, 1005, 1007, 200));
+  answers.push_back(Timed(chaos::StepKind::kTopUp, 9999, 0, 999.9, 1000.5, 200));
+  answers.push_back(Timed(chaos::StepKind::kCreditHold, 10010, 0, 1001, 1001.1, 503));
+  answers.push_back(Timed(chaos::StepKind::kQuotaConsume, 10030, 0, 1003, 1006.6, 200));
+  answers.push_back(Timed(chaos::StepKind::kTopUp, 10050, 0, 1005, 1007, 200));
   // Gateway B: a success page is no write; its writes all fail.
-  answers.push_back(Timed(chaos::StepKind::kSuccessPage, 1, 1002, 1002.5, 200));
-  answers.push_back(Timed(chaos::StepKind::kTopUp, 1, 1002, 1014, 0));
+  answers.push_back(Timed(chaos::StepKind::kSuccessPage, 10020, 1, 1002, 1002.5, 200));
+  answers.push_back(Timed(chaos::StepKind::kTopUp, 10021, 1, 1002, 1014, 0));
 
   const auto kills = chaos::MeasureOutages(answers);
   REQUIRE(kills.size() == 1);
@@ -271,11 +266,11 @@ TEST_CASE("chaos: the failover check times each gateway's outage and finds a los
   TestDatabase db;
   chaos::CheckInput in = Input(db);
   in.answers = answers;
-  chaos::Answer told = Timed(chaos::StepKind::kCheckout, 0, 999, 999.5, 201);
+  chaos::Answer told = Timed(chaos::StepKind::kCheckout, 9990, 0, 999, 999.5, 201);
   told.reservation_id = "00000000-0000-4000-8000-000000000002";
   in.answers.push_back(told);
   const std::string kept = Reserve(db, "p1");
-  chaos::Answer granted = Timed(chaos::StepKind::kReserve, 1, 998, 998.5, 201);
+  chaos::Answer granted = Timed(chaos::StepKind::kReserve, 9980, 1, 998, 998.5, 201);
   granted.reservation_id = kept;
   in.answers.push_back(granted);
   const chaos::FailoverReport report = chaos::CheckFailover(in, 10);
@@ -294,14 +289,14 @@ TEST_CASE("chaos: the failover check times each gateway's outage and finds a los
 }
 
 TEST_CASE("chaos: a kill the cluster could not take is reported with its reason, not judged") {
-  chaos::Answer made = Timed(chaos::StepKind::kKillPrimary, 0, 1000, 1000.2, 1);
+  chaos::Answer made = Timed(chaos::StepKind::kKillPrimary, 10000, 0, 1000, 1000.2, 1);
   made.body = {{"node", "127.0.0.1:5"}, {"killed_unix", 1000.1}};
-  chaos::Answer not_made = Timed(chaos::StepKind::kKillPrimary, 0, 1030, 1060, 0);
+  chaos::Answer not_made = Timed(chaos::StepKind::kKillPrimary, 10300, 0, 1030, 1060, 0);
   not_made.body = {{"not_carried_out", "wait-ready: no primary with a sync standby within 30 s"}};
   // Writes that time the outage (quota decisions: no tally of their own).
   std::vector<chaos::Answer> recovered = {
-      Timed(chaos::StepKind::kQuotaConsume, 0, 1003, 1007, 200),
-      Timed(chaos::StepKind::kQuotaConsume, 1, 1004, 1008, 200),
+      Timed(chaos::StepKind::kQuotaConsume, 10030, 0, 1003, 1007, 200),
+      Timed(chaos::StepKind::kQuotaConsume, 10040, 1, 1004, 1008, 200),
   };
   TestDatabase db;
   auto violations = [&](const std::vector<chaos::Answer>& kills) {
