@@ -26,14 +26,13 @@ constexpr double kExactSlackSeconds = 0.001;
 // worker waits up to the pool's acquire timeout (the default, which the rig
 // keeps) for a connection; through PgBouncer the statement can then wait in
 // PgBouncer's queue for a server while the cluster fails over
-// (query_wait_timeout, 20 s in fixtures/ha/pgbouncer.sh); and a take-over
+// (query_wait_timeout, which the rig gives PgBouncer from the shape); and a take-over
 // asks Stripe first, within the gateway's Stripe deadline. Seen in a failover
 // campaign through PgBouncer: a reservation created 5 s after its client left.
 double DisconnectedWorkSeconds(const CampaignShape& shape) {
-  constexpr double kPgBouncerQueueSeconds = 20;
   const double acquire = locks::DatabaseOptions{}.acquire_timeout.count() / 1000.0;
   const double stripe_deadline = 3 * shape.stripe_timeout_ms / 1000.0;  // STRIPE_DEADLINE_MS
-  return acquire + (shape.pgbouncer ? kPgBouncerQueueSeconds : 0) + stripe_deadline;
+  return acquire + (shape.pgbouncer ? shape.pgbouncer_query_wait_seconds : 0) + stripe_deadline;
 }
 
 struct Interval {

@@ -111,7 +111,10 @@ Rig::Rig(const std::string& work_dir, const CampaignShape& shape)
     pool_url_ = database_url_;
     if (shape.ha && shape.pgbouncer) {
       const auto bouncer = testing::RunToCompletion(
-          {testing::SourceDir() + "/fixtures/ha/pgbouncer.sh", "start", cluster_dir_}, {}, 60s);
+          {testing::SourceDir() + "/fixtures/ha/pgbouncer.sh", "start", cluster_dir_},
+          {{"PAINTLOCK_PGBOUNCER_QUERY_WAIT_SECONDS",
+            std::to_string(shape.pgbouncer_query_wait_seconds)}},
+          60s);
       if (bouncer.exit_code != 0)
         throw std::runtime_error("PgBouncer did not start: " + bouncer.err);
       pool_url_ = bouncer.out.substr(0, bouncer.out.find('\n'));

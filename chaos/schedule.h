@@ -94,6 +94,9 @@ struct CampaignShape {
   // (fixtures/ha/pgbouncer.sh, unnamed statements), their LISTEN straight to the cluster. The
   // schedule does not change.
   bool pgbouncer = false;
+  // PgBouncer's query_wait_timeout: how long a statement may wait in its queue for a server
+  // (fixtures/ha/pgbouncer.sh, PAINTLOCK_PGBOUNCER_QUERY_WAIT_SECONDS).
+  int pgbouncer_query_wait_seconds = 20;
 };
 
 // The default shape, with a catalogue big enough for the window to move for

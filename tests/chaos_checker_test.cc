@@ -176,6 +176,13 @@ TEST_CASE(
   // for the database (a failover through PgBouncer): the hold may be its.
   in.answers.push_back(on_p3(chaos::StepKind::kDisconnect, 2, created - 5.1, created - 5.0, 0));
   CHECK(lies(chaos::CheckEverything(in)) == 0);
+  // 15 s before: within PgBouncer's query wait (20 s), not within a shorter one
+  // (5 s, the rest of the window being the acquire and Stripe deadlines).
+  in.answers.back().started_unix = created - 15.1;
+  in.answers.back().ended_unix = created - 15.0;
+  CHECK(lies(chaos::CheckEverything(in)) == 0);
+  in.shape.pgbouncer_query_wait_seconds = 5;
+  CHECK(lies(chaos::CheckEverything(in)) == 1);
   // One that left long before anything could still have been working for it
   // explains nothing.
   in.answers.back().started_unix = created - 60;
