@@ -30,6 +30,7 @@ class TestDatabase {
   explicit TestDatabase(const std::map<std::string, long long>& paintings = {});
   ~TestDatabase();
   const std::string& url() const { return url_; }
+  const std::string& name() const { return name_; }  // the database's
   // Runs one statement on a fresh connection; for assertions and ageing rows.
   pqxx::result Exec(const std::string& sql);
   // The first column of the first row, as text ("" for NULL).
