@@ -47,7 +47,8 @@ StripeFailed FailureOf(const stripe::StripeError& e) {
 }  // namespace
 
 CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
-                                const std::optional<std::string>& line_token) {
+                                const std::optional<std::string>& line_token,
+                                const std::function<bool()>& still_wanted) {
   auto entries_or = catalogue_.ForCart(cart);
   if (auto* f = std::get_if<locks::DbFailure>(&entries_or)) return StartOffline(cart, *f);
   const auto& entries = std::get<std::vector<locks::CatalogueEntry>>(entries_or);
@@ -70,6 +71,15 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
   base::LogInfo("reservation_granted", {{"reservation_id", granted.reservation_id},
                                         {"paintings", cart},
                                         {"held_until", granted.held_until}});
+  if (still_wanted && !still_wanted()) {
+    // No session exists yet, so nothing can be paid: the paintings go back now
+    // rather than wait out the hold for a buyer who is not there.
+    const auto released = release_.Undo(granted.reservation_id, "client_gone");
+    base::LogInfo("checkout_client_gone", {{"reservation_id", granted.reservation_id},
+                                           {"released", std::holds_alternative<bool>(released) &&
+                                                            std::get<bool>(released)}});
+    return BuyerLeft{granted.reservation_id};
+  }
 
   const stripe::CreateSessionParams params = SessionParams(granted.reservation_id, entries);
   auto created = stripe_.CreateCheckoutSession(params);

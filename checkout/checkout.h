@@ -11,6 +11,8 @@
 //     reservation id as Idempotency-Key, client_reference_id and metadata.
 //  4. Attach the session, checking the reservation still holds everything;
 //     if it lost a painting meanwhile, expire the session and report the 409.
+//  A caller whose client has left by step 3 (still_wanted false) gets its
+//  hold released at once instead of a session nobody will open: BuyerLeft.
 //  If Stripe fails, the reservation is released before answering. If the
 //  database fails after the hold committed, the answer is what the database
 //  says afterwards (started, or released), or that a hold may remain.
@@ -32,6 +34,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -61,8 +64,15 @@ struct StripeFailed {
   std::string stripe_message;
 };
 
-using CheckoutOutcome = std::variant<CheckoutStarted, locks::Busy, locks::Sold, locks::Withdrawn,
-                                     locks::Unknown, MixedCurrency, StripeFailed, locks::DbFailure>;
+// The client left while its paintings were being reserved: the hold was
+// released (or, if the database would not let go, lapses at its TTL).
+struct BuyerLeft {
+  std::string reservation_id;
+};
+
+using CheckoutOutcome =
+    std::variant<CheckoutStarted, locks::Busy, locks::Sold, locks::Withdrawn, locks::Unknown,
+                 MixedCurrency, StripeFailed, locks::DbFailure, BuyerLeft>;
 
 struct CheckoutSettings {
   std::string success_url;
@@ -88,9 +98,13 @@ class Checkout {
 
   // `cart` is non-empty, without duplicates, at most 100 valid ids.
   // `line_token`: the buyer's place in a painting's waiting line, if any
-  // (locks::ReservationStore::Reserve).
+  // (locks::ReservationStore::Reserve). `still_wanted` (when given) is asked
+  // once the hold is made: false means nobody will read the answer (a
+  // checkout has no Idempotency-Key to ask for it again), so the hold is
+  // released before a Stripe session is made for it.
   CheckoutOutcome Start(const std::vector<std::string>& cart,
-                        const std::optional<std::string>& line_token = std::nullopt);
+                        const std::optional<std::string>& line_token = std::nullopt,
+                        const std::function<bool()>& still_wanted = {});
 
   // Step 2 alone, for the server-to-server reservations API: reserve every
   // painting or none, taking over lapsed holds as above. Never a

@@ -104,7 +104,7 @@ class ReleaseService {
 
   // Undoes a reservation this process made a moment ago and never attached
   // to a Stripe session (the session could not be created): released at once
-  // with `reason_code` (stripe_unavailable, stripe_error) as its reason. A
+  // with `reason_code` (stripe_unavailable, stripe_error, client_gone) as its reason. A
   // session Stripe made anyway is then a late payment (accepted or refunded).
   locks::DbResult<bool> Undo(const std::string& reservation_id, const std::string& reason_code);
 

@@ -8,6 +8,7 @@
 // the buyer to the storefront page that matches what the database now holds.
 
 #include "base/log.h"
+#include "gateway/edge/edge_server.h"
 #include "gateway/http_errors.h"
 #include "gateway/limit_routes.h"
 #include "gateway/middleware.h"
@@ -47,7 +48,8 @@ void StartCheckout(const Api& api, const httplib::Request& req, httplib::Respons
   };
   if (!cart) return fail(InvalidRequest(error, param));
 
-  checkout::CheckoutOutcome outcome = s.checkout.Start(cart->paintings, cart->line_token);
+  checkout::CheckoutOutcome outcome =
+      s.checkout.Start(cart->paintings, cart->line_token, edge::ClientStillThere);
   if (auto* started = std::get_if<checkout::CheckoutStarted>(&outcome)) {
     if (form) return res.set_redirect(started->checkout_url, 303);
     nlohmann::json body = {{"reservation_id", started->reservation_id},

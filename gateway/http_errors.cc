@@ -174,6 +174,14 @@ HttpError ErrorFor(const checkout::MixedCurrency& mixed) {
   return e;
 }
 
+HttpError ErrorFor(const checkout::BuyerLeft&) {
+  // Nobody reads it: the status is for the access log and the metrics (nginx's
+  // "client closed request"), not a server error.
+  return {499, "client_gone",
+          "The client left before its checkout started; its paintings were released.",
+          json::object(), 0};
+}
+
 HttpError ErrorFor(const checkout::StripeFailed& failed) {
   if (failed.unavailable) {
     return {503, "stripe_unavailable",

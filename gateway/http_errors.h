@@ -48,6 +48,7 @@ namespace paintlock::checkout {
 struct MixedCurrency;
 struct StripeFailed;
 struct ReservationPaid;
+struct BuyerLeft;
 }  // namespace paintlock::checkout
 namespace paintlock::webhooks {
 enum class FulfilmentFailure;
@@ -96,6 +97,7 @@ HttpError ErrorFor(const locks::Withdrawn& withdrawn);
 HttpError ErrorFor(const locks::Unknown& unknown);
 HttpError ErrorFor(const checkout::MixedCurrency& mixed);
 HttpError ErrorFor(const checkout::StripeFailed& failed);
+HttpError ErrorFor(const checkout::BuyerLeft& left);
 HttpError ErrorFor(const checkout::ReservationPaid& paid);
 // GET /v1/paintings?starting_after= names no painting.
 HttpError StartingAfterNotFound(const std::string& painting);

@@ -4,9 +4,11 @@
 
 #include <csignal>
 #include <ctime>
+#include <pqxx/pqxx>
 #include <thread>
 
 #include "tests/support/harness.h"
+#include "tests/support/raw_client.h"
 
 using namespace paintlock::testing;
 using nlohmann::json;
@@ -220,6 +222,43 @@ TEST_CASE("Stripe down: 503 with Retry-After, the reservation released, the pain
   CHECK(Request(gw.base(), "GET", "/v1/paintings/p3").json["state"] == "available");
   // Stripe is back: the next buyer gets it.
   CHECK(Checkout(gw, {"p3"}).status == 201);
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "a buyer who left while the paintings were reserved holds nothing, and no session is made") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  {
+    // The reserve waits for this row lock, so it is in flight when the buyer leaves.
+    pqxx::connection blocker(db.url());
+    pqxx::work hold(blocker);
+    hold.exec("SELECT 1 FROM painting_locks WHERE painting_id = 'p5' FOR UPDATE");
+    {
+      RawClient buyer(gw.port());
+      const std::string body = R"({"paintings":["p5"]})";
+      REQUIRE(
+          buyer.Send("POST /v1/checkout HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     "application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body));
+      REQUIRE(Eventually([&] {
+        return db.Scalar(
+                   "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                   "AND wait_event_type = 'Lock'") == "1";
+      }));
+    }  // the buyer closes its connection
+    hold.abort();
+  }
+  // The hold was made, found without a buyer, and released before Stripe was asked.
+  REQUIRE(Eventually([&] { return !gw.process().Events("checkout_client_gone").empty(); }));
+  CHECK(gw.process().Events("checkout_client_gone")[0].value("released", false));
+  CHECK(db.Scalar("SELECT state || ':' || released_reason FROM reservations") ==
+        "released:client_gone");
+  CHECK(CreateRequests(stripe).empty());
+  CHECK(Request(gw.base(), "GET", "/v1/paintings/p5").json["state"] == "available");
+  // The next buyer, who stays, gets it at once rather than after the hold.
+  CHECK(Checkout(gw, {"p5"}).status == 201);
   CheckInvariants(db);
 }
 

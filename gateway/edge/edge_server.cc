@@ -35,10 +35,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The request a worker is running, for the handler's calls below.
 struct DetachSlot {
   std::shared_ptr<PushStream> stream;
+  int client_fd = -1;
 };
 thread_local DetachSlot* t_detach = nullptr;
+
+// True when the peer of `fd` has closed or reset its side: a FIN waiting in
+// the socket (recv peeks 0), or an error.
+bool PeerGone(int fd) {
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;
+  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
 
 std::atomic<void (*)()> g_hand_back_hook{nullptr};  // SetHandBackHookForTesting
 
@@ -292,6 +303,8 @@ class EdgeStream : public httplib::Stream {
 }  // namespace
 
 bool CanDetachResponse() { return t_detach != nullptr; }
+
+bool ClientStillThere() { return t_detach == nullptr || !PeerGone(t_detach->client_fd); }
 
 void DetachResponse(std::shared_ptr<PushStream> stream) {
   if (t_detach != nullptr) t_detach->stream = std::move(stream);
@@ -1069,6 +1082,7 @@ class EdgeServer::Core {
     EdgeStream stream(c->fd, job.request, c->ip, c->port, c->local_ip, c->local_port,
                       options_.write_timeout);
     DetachSlot detach;
+    detach.client_fd = c->fd;
     t_detach = &detach;
     bool connection_closed = false;
     const bool close_connection = job.wants_close || draining;
@@ -1096,15 +1110,8 @@ class EdgeServer::Core {
   }
 
   // True when the client has closed or reset its side: a FIN already read
-  // by the reactor, or one waiting in the socket (recv peeks 0), or an error.
-  static bool ClientGone(const Conn* c) {
-    if (c->peer_closed) return true;
-    char byte;
-    const ssize_t n = ::recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) return true;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
-    return false;
-  }
+  // by the reactor, or one waiting in the socket, or an error.
+  static bool ClientGone(const Conn* c) { return c->peer_closed || PeerGone(c->fd); }
 
   EdgeServer& server_;
   const EdgeOptions options_;

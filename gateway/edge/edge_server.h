@@ -32,7 +32,8 @@
 //        otherwise — or with no whole request in time — the connection goes
 //        back to the reactor with whatever bytes it has.
 //
-// A request whose client vanishes after this check runs to completion; which
+// A request whose client vanishes after this check runs to completion unless
+// its handler asks ClientStillThere (a checkout does, before Stripe); which
 // routes are then safe to repeat is in README.md ("The HTTP edge").
 //
 // Shutdown: httplib's stop() ends the accept loop, whose task queue shutdown
@@ -121,6 +122,12 @@ class PushStream {
 
 // True inside a handler run by an EdgeServer worker: DetachResponse works.
 bool CanDetachResponse();
+// Inside a handler run by an EdgeServer worker: false once its client has
+// closed or reset its side (the check a worker makes before the handler,
+// client_gone_before_handler), for work worth skipping when nobody will read
+// the answer. A client that half-closes after its request counts as gone.
+// True anywhere else.
+bool ClientStillThere();
 // Inside a chunked content provider, after it has written its first bytes:
 // once httplib returns, the connection belongs to the reactor, which sends
 // what `stream` produces as further chunks. The provider must then return
