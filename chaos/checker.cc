@@ -31,7 +31,7 @@ constexpr double kExactSlackSeconds = 0.001;
 // campaign through PgBouncer: a reservation created 5 s after its client left.
 double DisconnectedWorkSeconds(const CampaignShape& shape) {
   const double acquire = locks::DatabaseOptions{}.acquire_timeout.count() / 1000.0;
-  const double stripe_deadline = 3 * shape.stripe_timeout_ms / 1000.0;  // STRIPE_DEADLINE_MS
+  const double stripe_deadline = shape.stripe_deadline_ms() / 1000.0;
   return acquire + (shape.pgbouncer ? shape.pgbouncer_query_wait_seconds : 0) + stripe_deadline;
 }
 

@@ -50,7 +50,7 @@ std::map<std::string, std::string> GatewayEnv(const CampaignShape& shape) {
       {"PAINTLOCK_HOLD_SECONDS", std::to_string(shape.hold_seconds)},
       {"PAINTLOCK_DELAYED_PAYMENT_HOLD_SECONDS", "60"},
       {"STRIPE_TIMEOUT_MS", std::to_string(shape.stripe_timeout_ms)},
-      {"STRIPE_DEADLINE_MS", std::to_string(shape.stripe_timeout_ms * 3)},
+      {"STRIPE_DEADLINE_MS", std::to_string(shape.stripe_deadline_ms())},
       {"STRIPE_MAX_RETRIES", "2"},
       {"PAINTLOCK_CHECKOUT_RATE_LIMIT", "off"},
       {"PAINTLOCK_VISITOR_KEY", "chaos-visitor-key-0123456789"},

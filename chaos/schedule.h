@@ -85,6 +85,8 @@ struct CampaignShape {
   int leases = 2;        // lease-0 …
   int hold_seconds = 6;  // PAINTLOCK_HOLD_SECONDS of both gateways
   int stripe_timeout_ms = 1500;
+  // Both gateways' STRIPE_DEADLINE_MS: one Stripe call, retries included.
+  int stripe_deadline_ms() const { return 3 * stripe_timeout_ms; }
   // The database is a Patroni cluster (fixtures/ha/cluster.sh) reached through a multi-host
   // URL: the faults kill its primary node instead of restarting one PostgreSQL, no gateway is
   // killed, and each gateway gets a top-up every few hundred ms, so an outage is measured

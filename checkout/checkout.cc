@@ -78,7 +78,7 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
     base::LogInfo("checkout_client_gone", {{"reservation_id", granted.reservation_id},
                                            {"released", std::holds_alternative<bool>(released) &&
                                                             std::get<bool>(released)}});
-    return BuyerLeft{granted.reservation_id};
+    return BuyerLeft{};
   }
 
   const stripe::CreateSessionParams params = SessionParams(granted.reservation_id, entries);

@@ -66,9 +66,7 @@ struct StripeFailed {
 
 // The client left while its paintings were being reserved: the hold was
 // released (or, if the database would not let go, lapses at its TTL).
-struct BuyerLeft {
-  std::string reservation_id;
-};
+struct BuyerLeft {};
 
 using CheckoutOutcome =
     std::variant<CheckoutStarted, locks::Busy, locks::Sold, locks::Withdrawn, locks::Unknown,

@@ -54,6 +54,16 @@ chaos::Answer Granted(chaos::StepKind kind, int index, const std::string& key, i
   return a;
 }
 
+// How many violations the invariant whose name contains `name_part` found.
+std::size_t ViolationsOf(const std::vector<chaos::InvariantResult>& results,
+                         const std::string& name_part) {
+  for (const auto& r : results) {
+    if (r.name.find(name_part) != std::string::npos) return r.violations.size();
+  }
+  FAIL("no invariant named like " << name_part);
+  return 0;
+}
+
 std::string Report(const std::vector<chaos::InvariantResult>& results) {
   std::string out;
   for (const auto& r : results) {
@@ -165,11 +175,7 @@ TEST_CASE(
   // A buyer told 409 while the hold was made: on its own, that answer is a lie.
   in.answers.push_back(on_p3(chaos::StepKind::kCheckout, 1, created - 0.2, created + 0.2, 409));
   const auto lies = [](const std::vector<chaos::InvariantResult>& results) {
-    for (const auto& r : results) {
-      if (r.name.find("no false") != std::string::npos) return r.violations.size();
-    }
-    FAIL("no answers-are-true invariant");
-    return std::size_t{0};
+    return ViolationsOf(results, "no false");
   };
   REQUIRE(lies(chaos::CheckEverything(in)) == 1);
   // A client that left 5 s before the hold was made, while its request waited
@@ -200,11 +206,7 @@ TEST_CASE("chaos: a quota decision answered 503 outcome_unknown may have been co
   lost.body = {{"code", "outcome_unknown"}};
   in.answers.push_back(lost);
   auto quota = [](const std::vector<chaos::InvariantResult>& results) {
-    for (const auto& r : results) {
-      if (r.name.find("quota") != std::string::npos) return r.violations.size();
-    }
-    FAIL("no quota invariant");
-    return std::size_t{0};
+    return ViolationsOf(results, "quota");
   };
   CHECK(quota(chaos::CheckEverything(in)) == 0);
   // A plain 503 ("nothing changed") cannot explain the count.

@@ -242,11 +242,7 @@ TEST_CASE(
           buyer.Send("POST /v1/checkout HTTP/1.1\r\nHost: x\r\nContent-Type: "
                      "application/json\r\nContent-Length: " +
                      std::to_string(body.size()) + "\r\n\r\n" + body));
-      REQUIRE(Eventually([&] {
-        return db.Scalar(
-                   "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                   "AND wait_event_type = 'Lock'") == "1";
-      }));
+      REQUIRE(Eventually([&] { return db.LockWaiters() == "1"; }));
     }  // the buyer closes its connection
     hold.abort();
   }

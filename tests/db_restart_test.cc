@@ -152,9 +152,7 @@ TEST_CASE("db restart: a checkout whose connection breaks while attaching tells 
     CHECK(reply.status == 503);
     CHECK(reply.json["message"].get<std::string>().find("Nothing was reserved") !=
           std::string::npos);
-    CHECK(db.Scalar("SELECT count(*) FROM reservations r JOIN reservation_items i ON "
-                    "i.reservation_id = r.id WHERE i.painting_id = 'p4' AND r.state = 'held'") ==
-          "0");
+    CHECK(db.HeldOn("p4") == "0");
     CHECK(db.Scalar("SELECT state FROM painting_states WHERE id = 'p4'") == "available");
   }
   CheckInvariants(db);
@@ -201,9 +199,7 @@ TEST_CASE(
   // The hold was found unattached and released: "nothing was reserved" is now the truth.
   CHECK(reply.status == 503);
   CHECK(reply.json["message"].get<std::string>().find("Nothing was reserved") != std::string::npos);
-  CHECK(db.Scalar("SELECT count(*) FROM reservations r JOIN reservation_items i ON "
-                  "i.reservation_id = r.id WHERE i.painting_id = 'p5' AND r.state = 'held'") ==
-        "0");
+  CHECK(db.HeldOn("p5") == "0");
   CheckInvariants(db);
   // The reactor's asynchronous connections retried all along; the log says so
   // once, and once that they are back, not at every attempt of each.

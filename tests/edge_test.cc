@@ -264,11 +264,7 @@ void CommitWhoseClientLeftIsNeverRun(const std::string& async_connections) {
     committed[1] = Request(gw.base(), "POST", "/v1/holds/" + holds[1] + "/commit", "",
                            "application/json", ApiKeyHeader());
   });
-  CHECK(Eventually([&] {
-    return db.Scalar(
-               "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-               "AND wait_event_type = 'Lock'") == "2";
-  }));
+  CHECK(Eventually([&] { return db.LockWaiters() == "2"; }));
 
   // The third commit arrives whole while neither is free, and its client
   // closes before one is.

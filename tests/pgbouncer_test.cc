@@ -80,14 +80,6 @@ class Bouncer {
   std::unique_ptr<Process> process_;
 };
 
-// The reservations holding `painting`.
-std::string HeldOn(TestDatabase& db, const std::string& painting) {
-  return db.Scalar(
-      "SELECT count(*) FROM reservations r JOIN reservation_items i ON i.reservation_id = r.id "
-      "WHERE i.painting_id = '" +
-      painting + "' AND r.state = 'held'");
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -122,12 +114,12 @@ TEST_CASE(
   CAPTURE(reply.body);
   CAPTURE(gw.process().Log());
   // The answer matches the database: nothing was reserved, and the buyer is told so.
-  CHECK(HeldOn(db, "p2") == "0");
+  CHECK(db.HeldOn("p2") == "0");
   CHECK(reply.status == 503);
   CHECK(reply.json["message"].get<std::string>().find("Nothing was reserved") != std::string::npos);
   // And the pool is whole: the painting can be reserved at once.
   CHECK(PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p2"}}}, ApiKeyHeader()).status ==
         201);
-  CHECK(HeldOn(db, "p2") == "1");
+  CHECK(db.HeldOn("p2") == "1");
   CheckInvariants(db);
 }

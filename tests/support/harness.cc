@@ -246,6 +246,19 @@ std::string TestDatabase::Scalar(const std::string& sql) {
   return r[0][0].as<std::string>();
 }
 
+std::string TestDatabase::HeldOn(const std::string& painting) {
+  return Scalar(
+      "SELECT count(*) FROM reservations r JOIN reservation_items i ON i.reservation_id = r.id "
+      "WHERE i.painting_id = '" +
+      painting + "' AND r.state = 'held'");
+}
+
+std::string TestDatabase::LockWaiters() {
+  return Scalar(
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+      "AND wait_event_type = 'Lock'");
+}
+
 std::string InvariantsSql() { return ReadFile(SourceDir() + "/sql/checks/invariants.sql"); }
 
 std::vector<std::string> TestDatabase::InvariantViolations() {

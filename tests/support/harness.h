@@ -35,6 +35,10 @@ class TestDatabase {
   pqxx::result Exec(const std::string& sql);
   // The first column of the first row, as text ("" for NULL).
   std::string Scalar(const std::string& sql);
+  // How many held reservations hold `painting`, as text.
+  std::string HeldOn(const std::string& painting);
+  // How many backends of this database wait for a lock, as text.
+  std::string LockWaiters();
   // Every invariant of DESIGN.md that SQL can see; empty when all hold.
   std::vector<std::string> InvariantViolations();
 
