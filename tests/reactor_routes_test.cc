@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "tests/support/harness.h"
 #include "tests/support/outcome_tally.h"
+#include "tests/support/raw_client.h"
 
 using namespace paintlock::testing;
 using nlohmann::json;
@@ -104,6 +106,46 @@ TEST_CASE("reactor routes: after the database ends the reactor's connections, th
   }
   CHECK(db.Scalar("SELECT 100 - floor(tokens) FROM rate_limit_buckets WHERE key = 'api:caller'") ==
         "9");
+}
+
+TEST_CASE(
+    "reactor routes: pipelined takes, and a take sent while another waits, are answered in order") {
+  TestDatabase db({{"p1", 1000}});
+  Gateway gw(db, kNoStripe, Limits("api:100:0.001", "2"));
+  const std::string take = "POST /v1/ratelimits/api:pipe/take HTTP/1.1\r\nHost: x\r\n" +
+                           ("Authorization: " + ApiKeyHeader().begin()->second) +
+                           "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+  RawClient client(gw.port());
+  REQUIRE(client.connected());
+  int expected = 100;
+  auto answered = [&] {
+    REQUIRE(client.ReadResponse(std::chrono::milliseconds(10000)) == 200);
+    CHECK(client.Json()["remaining"] == --expected);
+  };
+
+  // Two in one send: the second is framed from what the first's read left.
+  REQUIRE(client.Send(take + take));
+  answered();
+  answered();
+
+  // The bucket's row is locked: the next take waits at its route, and the one
+  // after arrives meanwhile (read once the first is answered).
+  pqxx::connection blocker(db.url());
+  pqxx::work tx(blocker);
+  tx.exec("SELECT 1 FROM rate_limit_buckets WHERE key = 'api:pipe' FOR UPDATE");
+  REQUIRE(client.Send(take));
+  REQUIRE(Eventually([&] { return db.LockWaiters() == "1"; }));
+  REQUIRE(client.Send(take));
+  tx.abort();
+  answered();
+  answered();
+
+  // Then the connection waits with nothing unread, and the next take is read
+  // when it comes.
+  REQUIRE(client.Send(take));
+  answered();
+  CHECK(RunBy(db, "paintlock-async") != "0");
+  CHECK(RunBy(db, "paintlock") == "0");
 }
 
 TEST_CASE("reactor routes: with no asynchronous connections, the workers take") {

@@ -484,6 +484,10 @@ class EdgeServer::Core {
     bool answered = false;
     // The reactor turn in which the client was last seen still there.
     std::uint64_t present_turn = 0;
+    // The turn of the last epoll event for this connection, and whether it
+    // said the client had hung up (FIN or reset): as fresh as a peek, that turn.
+    std::uint64_t event_turn = 0;
+    bool event_hung_up = false;
   };
 
   struct Job {
@@ -652,7 +656,12 @@ class EdgeServer::Core {
     req->remote_port = c->port;
     req->local_addr = c->local_ip;
     req->local_port = c->local_port;
-    if (ClientGone(c)) {
+    // Read on epoll's word this turn: epoll's own report of a hang-up, no
+    // peek (a syscall a request saved); otherwise a peek.
+    const bool gone = c->event_turn == turns_.load(std::memory_order_relaxed)
+                          ? c->peer_closed || c->event_hung_up
+                          : ClientGone(c);
+    if (gone) {
       LogClientGone(c->framer.method(), c->framer.target());
       Close(c);
       return true;
@@ -726,10 +735,15 @@ class EdgeServer::Core {
 
   // Sends a route's answer; then the connection reads its next request.
   void WriteAnswer(Conn* c) {
+    // Still watched for input since its request was read: anything the client
+    // has sent since is in the socket, and the next epoll_wait says so
+    // (level-triggered), so no read now (a syscall a request saved).
+    const bool watched_input = (c->events & EPOLLIN) != 0;
     if (!Flush(c)) return;  // closed: a write failed, or the answer was the last
     if (!c->out.empty()) return Watch(c, EPOLLOUT);  // the rest when the socket takes it
     c->state = Conn::State::kReading;
     ReadyForNextRequest(c);
+    if (watched_input && c->in.empty()) return;
     Advance(c);  // pipelined bytes may hold the next request already
   }
 
@@ -786,6 +800,8 @@ class EdgeServer::Core {
   }
 
   void OnEvent(Conn* c, std::uint32_t events) {
+    c->event_turn = turns_.load(std::memory_order_relaxed);
+    c->event_hung_up = (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
     TakeBack(c);
     if (c->state == Conn::State::kInWorker) {
       events_in_worker_.fetch_add(1, std::memory_order_relaxed);
