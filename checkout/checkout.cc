@@ -71,15 +71,9 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
   base::LogInfo("reservation_granted", {{"reservation_id", granted.reservation_id},
                                         {"paintings", cart},
                                         {"held_until", granted.held_until}});
-  if (still_wanted && !still_wanted()) {
-    // No session exists yet, so nothing can be paid: the paintings go back now
-    // rather than wait out the hold for a buyer who is not there.
-    const auto released = release_.Undo(granted.reservation_id, "client_gone");
-    base::LogInfo("checkout_client_gone", {{"reservation_id", granted.reservation_id},
-                                           {"released", std::holds_alternative<bool>(released) &&
-                                                            std::get<bool>(released)}});
-    return BuyerLeft{};
-  }
+  // No session exists yet, so nothing can be paid: the paintings go back now
+  // rather than wait out the hold for a buyer who is not there.
+  if (LetGoIfLeft(granted, still_wanted, "checkout_client_gone")) return BuyerLeft{};
 
   const stripe::CreateSessionParams params = SessionParams(granted.reservation_id, entries);
   auto created = stripe_.CreateCheckoutSession(params);
@@ -213,6 +207,16 @@ CheckoutOutcome Checkout::AfterFailedAttach(const locks::Granted& granted,
   base::LogWarn("checkout_interrupted",
                 {{"reservation_id", granted.reservation_id}, {"session_id", session.id}});
   return locks::DbFailure{locks::DbFailureKind::kUnavailable, failure.detail, true};
+}
+
+bool Checkout::LetGoIfLeft(const locks::Granted& granted, const std::function<bool()>& still_wanted,
+                           const char* event) {
+  if (!still_wanted || still_wanted()) return false;
+  const auto released = release_.Undo(granted.reservation_id, "client_gone");
+  base::LogInfo(event,
+                {{"reservation_id", granted.reservation_id},
+                 {"released", std::holds_alternative<bool>(released) && std::get<bool>(released)}});
+  return true;
 }
 
 Checkout::ReserveResult Checkout::Reserve(const std::vector<std::string>& cart,

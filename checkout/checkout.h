@@ -116,6 +116,14 @@ class Checkout {
     return Reserve(cart, buyer_ref, line_token, nullptr);
   }
 
+  // A hold made for a caller who has gone (`still_wanted()` false) and who
+  // cannot ask for it again: released at once (reason client_gone) instead
+  // of held for nobody until it lapses. True when the caller had gone; the
+  // release (or its failure: the hold then lapses) is logged as `event`.
+  // Only before a Stripe session exists, so nothing can have been paid.
+  bool LetGoIfLeft(const locks::Granted& granted, const std::function<bool()>& still_wanted,
+                   const char* event);
+
   // Checkouts made while the database was down since this process started.
   std::int64_t OfflineCheckouts() const { return offline_checkouts_.load(); }
 

@@ -1,9 +1,12 @@
 // The server API for reservations (Authorization: Bearer <PAINTLOCK_API_KEY>):
 //   POST   /v1/reservations {"paintings": [...], "buyer"?}  → 201, or 409 with free_at
-//          (Idempotency-Key honoured: gateway/idempotency.h)
+//          (Idempotency-Key honoured: gateway/idempotency.h). Without a key,
+//          a caller that left before the answer holds nothing (499 client_gone
+//          in the access log; the hold released with reason client_gone).
 //   GET    /v1/reservations/{id}                           → its state
 //   DELETE /v1/reservations/{id}                           → released through the
 //          release service (checkout/release.h): never a reservation its buyer paid.
+#include "gateway/edge/edge_server.h"
 #include "gateway/http_errors.h"
 #include "gateway/idempotency.h"
 #include "gateway/middleware.h"
@@ -40,6 +43,14 @@ void CreateReservation(const Api& api, const httplib::Request& req, httplib::Res
   checkout::Checkout::ReserveResult result =
       api.services.checkout.Reserve(cart->paintings, cart->buyer_ref, cart->line_token);
   if (auto* granted = std::get_if<locks::Granted>(&result)) {
+    // Without an Idempotency-Key nobody can ask for this answer again: if the
+    // caller has left, the hold is released rather than kept for nobody. With
+    // one, it stays for the retry that asks.
+    if (!req.has_header("Idempotency-Key") &&
+        api.services.checkout.LetGoIfLeft(*granted, edge::ClientStillThere,
+                                          "reservation_client_gone")) {
+      return WriteError(res, ErrorFor(checkout::BuyerLeft{}));
+    }
     res.set_header("Location", "/v1/reservations/" + granted->reservation_id);
     return WriteJson(res, 201,
                      {{"reservation_id", granted->reservation_id},

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <set>
+#include <string>
 
 #include "tests/support/harness.h"
+#include "tests/support/raw_client.h"
 
 using namespace paintlock::testing;
 using nlohmann::json;
@@ -368,6 +370,58 @@ TEST_CASE("a reservation reports its state and can be released once") {
             .status == 404);
   CHECK(Request(gw.base(), "GET", "/v1/reservations/not-a-uuid", "", "", ApiKeyHeader()).status ==
         404);
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "a caller who left while its reservation was made holds nothing, unless its Idempotency-Key "
+    "can ask again") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  const std::string body = R"({"paintings":["p5"]})";
+  const std::string request =
+      std::string("POST /v1/reservations HTTP/1.1\r\nHost: x\r\n") + "Authorization: Bearer " +
+      kApiKey +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n";
+  // The reserve waits for the painting's row lock, so it is in flight when
+  // the caller closes its connection.
+  auto leave_while_reserving = [&](const std::string& extra_headers) {
+    pqxx::connection blocker(db.url());
+    pqxx::work hold(blocker);
+    hold.exec("SELECT 1 FROM painting_locks WHERE painting_id = 'p5' FOR UPDATE");
+    {
+      RawClient caller(gw.port());
+      REQUIRE(caller.Send(request + extra_headers + "\r\n" + body));
+      REQUIRE(Eventually([&] { return db.LockWaiters() == "1"; }));
+    }
+    hold.abort();
+  };
+
+  // No key: nobody can learn the reservation's id, so it is released at once.
+  leave_while_reserving("");
+  REQUIRE(Eventually([&] { return !gw.process().Events("reservation_client_gone").empty(); }));
+  CHECK(gw.process().Events("reservation_client_gone")[0].value("released", false));
+  CHECK(db.Scalar("SELECT state || ':' || released_reason FROM reservations") ==
+        "released:client_gone");
+  CHECK(Request(gw.base(), "GET", "/v1/paintings/p5").json["state"] == "available");
+
+  // With a key, the hold stays for the retry, which is told the same reservation.
+  leave_while_reserving("Idempotency-Key: reserve-p5\r\n");
+  REQUIRE(Eventually([&] {
+    return db.Scalar(
+               "SELECT count(*) FROM idempotency_keys WHERE key = 'reserve-p5' AND state = "
+               "'done'") == "1";
+  }));
+  CHECK(db.HeldOn("p5") == "1");
+  auto headers = ApiKeyHeader();
+  headers.emplace("Idempotency-Key", "reserve-p5");
+  const Reply retry = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p5"}}}, headers);
+  CHECK(retry.status == 201);
+  CHECK(retry.json["reservation_id"] ==
+        db.Scalar("SELECT id FROM reservations WHERE state = 'held'"));
+  CHECK(gw.process().Events("reservation_client_gone").size() == 1);
   CheckInvariants(db);
 }
 
