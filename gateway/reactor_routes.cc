@@ -188,6 +188,10 @@ void ReactorApi::OnEvent(void* tag, std::uint32_t events) {
   Publish();
 }
 
+void ReactorApi::EventsRead(Clock::time_point wait_began) {
+  if (pool_) pool_->EventsRead(wait_began);
+}
+
 ReactorApi::Clock::time_point ReactorApi::Tick(Clock::time_point now) {
   if (!pool_) return Clock::time_point::max();
   const auto next = pool_->Tick(now);

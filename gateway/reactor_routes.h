@@ -59,6 +59,7 @@ class ReactorApi : public edge::ReactorRoutes {
   bool Wants(const std::string& method, const std::string& target) const override;
   bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) override;
   void OnEvent(void* tag, std::uint32_t events) override;
+  void EventsRead(Clock::time_point wait_began) override;
   Clock::time_point Tick(Clock::time_point now) override;
 
   // The pool as it was after the reactor's last call into it (for metrics).

@@ -73,10 +73,11 @@ struct AsyncPool::Conn {
   Clock::time_point retry_at;        // kDown: the next attempt
   Clock::time_point setup_deadline;  // kConnecting, kSettingUp
   std::chrono::milliseconds backoff{0};
-  std::size_t setup_step = 0;  // kSettingUp: 0 the session settings, then each statement
-  Job job;                     // kBusy
-  bool sent = false;           // kBusy: every byte of the statement left (it may run)
-  PGresult* last = nullptr;    // the current exchange's last result so far
+  std::size_t setup_step = 0;    // kSettingUp: 0 the session settings, then each statement
+  Job job;                       // kBusy
+  bool sent = false;             // kBusy: every byte of the statement left (it may run)
+  PGresult* last = nullptr;      // the current exchange's last result so far
+  Clock::time_point idle_since;  // kIdle: since when
 };
 
 namespace {
@@ -182,6 +183,7 @@ void AsyncPool::SendNextSetupStep(Conn& c) {
     ++c.setup_step;  // nothing to send for this step
   }
   c.state = Conn::State::kIdle;
+  c.idle_since = Clock::now();
   c.backoff = std::chrono::milliseconds(0);
   ++connects_;
   ++ready_;
@@ -264,6 +266,7 @@ void AsyncPool::Finished(Conn& c, PGresult* last) {
   }
   Job job = std::move(c.job);
   c.state = Conn::State::kIdle;  // before the callback, which may submit again
+  c.idle_since = Clock::now();
   Deliver(std::move(job), AsyncReply(last, std::move(error), false));
   Dispatch();
 }
@@ -326,7 +329,8 @@ void AsyncPool::Dispatch() {
     if (queue_.empty()) break;
     Conn& c = *ptr;
     if (c.state != Conn::State::kIdle) continue;
-    if (IdleLooksDead(c.fd)) {
+    // Unless epoll has looked at it since it went idle (EventsRead).
+    if (c.idle_since >= events_read_ && IdleLooksDead(c.fd)) {
       Fail(c, "closed by the server while idle");
       continue;
     }
@@ -362,6 +366,10 @@ void AsyncPool::Send(Conn& c) {
   if (flushed < 0) return Fail(c, Message(c.pg, "cannot send"));
   c.sent = flushed == 0;
   WatchSocket(c, flushed ? EPOLLIN | EPOLLOUT : EPOLLIN);
+}
+
+void AsyncPool::EventsRead(Clock::time_point wait_began) {
+  events_read_ = std::max(events_read_, wait_began);
 }
 
 void AsyncPool::Deliver(Job job, AsyncReply reply) { job.done(std::move(reply)); }

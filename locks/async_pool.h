@@ -138,6 +138,15 @@ class AsyncPool {
   // An event for a tag the pool passed to AsyncLoop::Watch.
   void OnEvent(void* tag, std::uint32_t events);
 
+  // The loop's word that every event for the pool's sockets reported by an
+  // epoll_wait begun at `wait_began` has been passed to OnEvent. A connection
+  // idle since before then that epoll did not report was open then, so
+  // Dispatch sends on it without the poll(2) it otherwise makes first (a
+  // syscall a statement saved; a close that came since is found by the
+  // statement, as one coming just after the poll would be). A loop that
+  // never says so gets the poll every time.
+  void EventsRead(Clock::time_point wait_began);
+
   // Starts the reconnects that are due and gives up connects past their
   // timeout; returns when it next needs a call (Clock::time_point::max(): never).
   Clock::time_point Tick(Clock::time_point now);
@@ -173,6 +182,7 @@ class AsyncPool {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::deque<Job> queue_;
   std::uint64_t connects_ = 0;
+  Clock::time_point events_read_;  // EventsRead's latest wait_began
   int ready_ = 0;  // connections idle or busy (kept as they change: read after every event)
   // Connection attempts failing since the first of them (logged once, not at
   // every retry); none failing when failed_attempts_ is 0.

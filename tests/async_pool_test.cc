@@ -44,15 +44,22 @@ class TestLoop : public AsyncLoop {
       const auto next = std::min(pool.Tick(now), now + std::chrono::milliseconds(50));
       const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
       epoll_event events[16];
+      const auto wait_began = AsyncPool::Clock::now();
       const int n = epoll_wait(epoll_, events, 16, static_cast<int>(std::max<long>(0, wait)));
       for (int i = 0; i < n; ++i) {
         pool.OnEvent(reinterpret_cast<void*>(events[i].data.u64), events[i].events);
       }
+      if (says_events_read_ && n < 16) pool.EventsRead(wait_began);
     }
   }
 
+  // Whether the loop tells the pool when a wait's events were read, as the
+  // edge's reactor does (off: the pool polls an idle connection before use).
+  void SayEventsRead() { says_events_read_ = true; }
+
  private:
   int epoll_;
+  bool says_events_read_ = false;
 };
 
 AsyncPoolOptions Options(const std::string& url, int connections) {
@@ -177,6 +184,43 @@ TEST_CASE(
   pool.Submit(0, {"41"}, next.At(0));
   REQUIRE(loop.RunUntil(pool, [&] { return next.All(); }));
   CHECK(next.got[0]->Value(0, "n") == "42");
+}
+
+TEST_CASE(
+    "async pool: a loop that says when a wait's events were read has closed connections "
+    "replaced, and the pool takes its word") {
+  TestDatabase db({{"p1", 1000}});
+  TestLoop loop;
+  loop.SayEventsRead();
+  AsyncPool pool(Options(db.url(), 2), loop);
+  REQUIRE(loop.RunUntil(pool, [&] { return pool.ready() == 2; }));
+  const std::string end_both =
+      std::string(
+          "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+          "WHERE datname = current_database() AND application_name = '") +
+      kApplication + "'";
+
+  // The server ends both; the loop reads that, then statements come (as the
+  // reactor's requests come after the turn's database events).
+  CHECK(db.Scalar(end_both) == "2");
+  REQUIRE(loop.RunUntil(pool, [&] { return pool.connects() == 4 && pool.ready() == 2; }));
+  Replies replies;
+  for (int i = 0; i < 4; ++i) pool.Submit(0, {std::to_string(i)}, replies.At(i));
+  REQUIRE(loop.RunUntil(pool, [&] { return replies.All(); }));
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(replies.got[i]->ok());
+    CHECK(replies.got[i]->Value(0, "n") == std::to_string(i + 1));
+  }
+
+  // Its word is taken: connections idle since before a wait whose events
+  // were read are not polled again, so a close that came after it (here:
+  // a word given without reading) is found by the statement sent on it.
+  CHECK(db.Scalar(end_both) == "2");
+  pool.EventsRead(AsyncPool::Clock::now());
+  Replies sent_on_closed;
+  pool.Submit(0, {"7"}, sent_on_closed.At(0));
+  REQUIRE(loop.RunUntil(pool, [&] { return sent_on_closed.All(); }));
+  CHECK_FALSE(sent_on_closed.got[0]->ok());
 }
 
 TEST_CASE("async pool: with no database, a statement fails unrun once it has waited its time") {

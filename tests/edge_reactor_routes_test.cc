@@ -10,10 +10,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gateway/edge/edge_server.h"
 #include "tests/support/harness.h"
@@ -47,9 +50,16 @@ class TestRoutes : public ReactorRoutes {
     stopped_ = true;
   }
   bool Wants(const std::string& method, const std::string& target) const override {
-    return method == "POST" && (target == "/now" || target == "/later");
+    return method == "POST" && (target == "/now" || target == "/later" || target == "/hold");
   }
   bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present) override {
+    Record("serve " + req->path);
+    if (req->path == "/hold") {  // keeps the reactor here until the test lets go
+      std::unique_lock<std::mutex> lock(mu_);
+      holding_ = true;
+      cv_.wait(lock, [&] { return let_go_; });
+      holding_ = false;
+    }
     httplib::Response res;
     res.status = 200;
     res.set_header("X-Served-By", "reactor");
@@ -63,12 +73,14 @@ class TestRoutes : public ReactorRoutes {
     return true;
   }
   void OnEvent(void*, std::uint32_t) override {
+    Record("event");
     std::uint64_t n;
     (void)!read(release_, &n, sizeof n);
     for (auto& [answer, res] : waiting_) answer(res);
     waiting_count_ -= static_cast<int>(waiting_.size());
     waiting_.clear();
   }
+  void EventsRead(Clock::time_point) override { Record("read"); }
   Clock::time_point Tick(Clock::time_point) override { return Clock::time_point::max(); }
 
   // From the test's thread.
@@ -79,10 +91,39 @@ class TestRoutes : public ReactorRoutes {
   std::atomic<int> waiting_count_{0};
   std::atomic<bool> started_{false}, stopped_{false};
 
+  // The reactor's calls into the routes, from when the test starts recording.
+  void StartRecording() {
+    std::lock_guard<std::mutex> lock(mu_);
+    recording_ = true;
+  }
+  std::vector<std::string> Calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+  bool Holding() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return holding_;
+  }
+  void LetGo() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      let_go_ = true;
+    }
+    cv_.notify_all();
+  }
+
  private:
   int release_;
   paintlock::locks::AsyncLoop* loop_ = nullptr;
   std::deque<std::pair<Answer, httplib::Response>> waiting_;  // reactor thread only
+  void Record(const std::string& call) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (recording_) calls_.push_back(call);
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool recording_ = false, holding_ = false, let_go_ = false;
+  std::vector<std::string> calls_;
 };
 
 struct Served {
@@ -159,6 +200,31 @@ TEST_CASE(
   REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
   CHECK(client.head().find("Connection: close") != std::string::npos);
   CHECK(client.WaitClosed(kAnswerWithin));
+}
+
+TEST_CASE(
+    "edge reactor routes: a wait's events for the routes are read, and EventsRead said, before "
+    "its requests") {
+  Served s;
+  RawClient holder(s.port);
+  RawClient client(s.port);
+  REQUIRE(holder.connected());
+  REQUIRE(client.connected());
+  // The reactor is kept inside a Serve while a request and then an event for
+  // the routes become ready: its next epoll_wait reports both, request first.
+  REQUIRE(holder.Send(Post("/hold", "held", "")));
+  REQUIRE(Eventually([&] { return s.routes->Holding(); }));
+  s.routes->StartRecording();
+  REQUIRE(client.Send(Post("/now", "n", "x")));
+  s.routes->Release();
+  s.routes->LetGo();
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  REQUIRE(holder.ReadResponse(kAnswerWithin) == 200);
+  const std::vector<std::string> calls = s.routes->Calls();
+  REQUIRE(calls.size() >= 3);
+  CHECK(calls[0] == "event");
+  CHECK(calls[1] == "read");
+  CHECK(calls[2] == "serve /now");
 }
 
 TEST_CASE("edge reactor routes: a stop waits for a deferred answer, which closes its connection") {

@@ -896,7 +896,8 @@ class EdgeServer::Core {
   }
 
   void RunReactor() {
-    epoll_event events[256];
+    constexpr int kEventsPerWait = 256;
+    epoll_event events[kEventsPerWait];
     auto last_sweep = Clock::now();
     auto last_pump = last_sweep;
     auto routes_due = Clock::time_point::max();
@@ -906,19 +907,25 @@ class EdgeServer::Core {
         wait = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(routes_due - Clock::now()),
                           std::chrono::milliseconds(0), wait);
       }
-      const int n = epoll_wait(epoll_, events, 256, static_cast<int>(wait.count()));
+      const auto wait_began = Clock::now();
+      const int n = epoll_wait(epoll_, events, kEventsPerWait, static_cast<int>(wait.count()));
+      // The routes' sockets first (RoutesLoop): a database connection that
+      // closed is known before any request of this turn is sent on it.
+      for (int i = 0; i < n; ++i) {
+        const std::uint64_t tag = events[i].data.u64;
+        if (events[i].data.ptr != nullptr && (tag & kRoutesTag) && routes_) {
+          routes_->OnEvent(reinterpret_cast<void*>(tag & ~kRoutesTag), events[i].events);
+        }
+      }
+      // A full batch may have left ready sockets for the next wait.
+      if (routes_ && n < kEventsPerWait) routes_->EventsRead(wait_began);
       for (int i = 0; i < n; ++i) {
         if (events[i].data.ptr == nullptr) {
           std::uint64_t count;
           (void)!::read(wake_, &count, sizeof count);
           continue;
         }
-        const std::uint64_t tag = events[i].data.u64;
-        if (tag & kRoutesTag) {  // one of the routes' sockets (RoutesLoop)
-          if (routes_)
-            routes_->OnEvent(reinterpret_cast<void*>(tag & ~kRoutesTag), events[i].events);
-          continue;
-        }
+        if (events[i].data.u64 & kRoutesTag) continue;
         Conn* c = static_cast<Conn*>(events[i].data.ptr);
         if (conns_.count(c) != 0) OnEvent(c, events[i].events);
       }

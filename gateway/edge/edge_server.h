@@ -105,6 +105,10 @@ class ReactorRoutes {
   virtual bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) = 0;
   // An event for a tag the routes passed to AsyncLoop::Watch.
   virtual void OnEvent(void* tag, std::uint32_t events) = 0;
+  // Every event for the routes' sockets reported by an epoll_wait begun at
+  // `wait_began` has been passed to OnEvent, before any request of that turn
+  // (locks::AsyncPool::EventsRead).
+  virtual void EventsRead(Clock::time_point wait_began) = 0;
   // Timers; returns when the routes next need a call.
   virtual Clock::time_point Tick(Clock::time_point now) = 0;
 };
