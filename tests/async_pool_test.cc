@@ -94,6 +94,15 @@ std::string Backends(TestDatabase& db, const std::string& condition = "true") {
                    kApplication + "' AND " + condition);
 }
 
+// Ends the pool's connections from the server's side, waiting until they
+// are gone; how many it ended.
+std::string EndPoolBackends(TestDatabase& db) {
+  return db.Scalar(std::string("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) "
+                               "FROM pg_stat_activity WHERE datname = current_database() AND "
+                               "application_name = '") +
+                   kApplication + "'");
+}
+
 }  // namespace
 
 TEST_CASE("async pool: statements are multiplexed over the connections, named or unnamed") {
@@ -151,12 +160,7 @@ TEST_CASE(
   REQUIRE(loop.RunUntil(pool, [&] { return pool.ready() == 2; }));
 
   // The server ends both idle connections (and waits until they are gone).
-  CHECK(
-      db.Scalar(
-          std::string(
-              "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) "
-              "FROM pg_stat_activity WHERE datname = current_database() AND application_name = '") +
-          kApplication + "'") == "2");
+  CHECK(EndPoolBackends(db) == "2");
   Replies replies;
   for (int i = 0; i < 4; ++i) pool.Submit(0, {std::to_string(i)}, replies.At(i));
   REQUIRE(loop.RunUntil(pool, [&] { return replies.All(); }));
@@ -194,15 +198,9 @@ TEST_CASE(
   loop.SayEventsRead();
   AsyncPool pool(Options(db.url(), 2), loop);
   REQUIRE(loop.RunUntil(pool, [&] { return pool.ready() == 2; }));
-  const std::string end_both =
-      std::string(
-          "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
-          "WHERE datname = current_database() AND application_name = '") +
-      kApplication + "'";
-
   // The server ends both; the loop reads that, then statements come (as the
   // reactor's requests come after the turn's database events).
-  CHECK(db.Scalar(end_both) == "2");
+  CHECK(EndPoolBackends(db) == "2");
   REQUIRE(loop.RunUntil(pool, [&] { return pool.connects() == 4 && pool.ready() == 2; }));
   Replies replies;
   for (int i = 0; i < 4; ++i) pool.Submit(0, {std::to_string(i)}, replies.At(i));
@@ -215,7 +213,7 @@ TEST_CASE(
   // Its word is taken: connections idle since before a wait whose events
   // were read are not polled again, so a close that came after it (here:
   // a word given without reading) is found by the statement sent on it.
-  CHECK(db.Scalar(end_both) == "2");
+  CHECK(EndPoolBackends(db) == "2");
   pool.EventsRead(AsyncPool::Clock::now());
   Replies sent_on_closed;
   pool.Submit(0, {"7"}, sent_on_closed.At(0));
