@@ -34,6 +34,8 @@ void Replay(httplib::Response& res, const locks::IdempotentAnswer& answer) {
 
 }  // namespace
 
+bool CarriesIdempotencyKey(const httplib::Request& req) { return req.has_header(kHeader); }
+
 std::string IdempotencyKeyProblem(const std::string& key) {
   if (key.empty() || key.size() > 255) {
     return "An Idempotency-Key is 1 to 255 printable ASCII characters.";

@@ -38,6 +38,10 @@ namespace paintlock::gateway {
 // call on take-over).
 constexpr std::chrono::seconds kClaimLease{60};
 
+// Whether the request carries an Idempotency-Key (good or not): a retry can
+// then ask for its answer again.
+bool CarriesIdempotencyKey(const httplib::Request& req);
+
 // "" for a good key, else why it is not one.
 std::string IdempotencyKeyProblem(const std::string& key);
 

@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "gateway/credit_routes.h"
+#include "gateway/idempotency.h"
 #include "gateway/limit_routes.h"
 #include "gateway/middleware.h"
 #include "locks/statements.h"
@@ -15,14 +16,10 @@ namespace {
 // The statements' indices in ReactorPoolOptions' list.
 enum Statement { kTake, kHold, kCommit, kConsume };
 
-// What a worker answers instead of the reactor (Route::to_workers). A request
-// with an Idempotency-Key, on every route: the idempotency store is
-// synchronous.
-bool CarriesIdempotencyKey(const httplib::Request& req) {
-  return req.has_header("Idempotency-Key");
-}
-
-// A consume too when its answer needs the licence check, which may read.
+// What a worker answers instead of the reactor (Route::to_workers): a request
+// with an Idempotency-Key, on every route (CarriesIdempotencyKey: the
+// idempotency store is synchronous), and a consume when its answer needs the
+// licence check, which may read.
 bool ConsumeToWorkers(const httplib::Request& req) {
   return CarriesIdempotencyKey(req) || ConsumeNeedsLicense(req);
 }

@@ -46,7 +46,7 @@ void CreateReservation(const Api& api, const httplib::Request& req, httplib::Res
     // Without an Idempotency-Key nobody can ask for this answer again: if the
     // caller has left, the hold is released rather than kept for nobody. With
     // one, it stays for the retry that asks.
-    if (!req.has_header("Idempotency-Key") &&
+    if (!CarriesIdempotencyKey(req) &&
         api.services.checkout.LetGoIfLeft(*granted, edge::ClientStillThere,
                                           "reservation_client_gone")) {
       return WriteError(res, ErrorFor(checkout::BuyerLeft{}));
