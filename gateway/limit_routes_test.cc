@@ -6,21 +6,15 @@
 #include <map>
 
 #include "gateway/config.h"
+#include "gateway/config_test_env.h"
 
 using namespace paintlock::gateway;
+using paintlock::gateway::testing::RequiredEnvPlus;
 
 namespace {
 
 Config Parse(std::map<std::string, std::string> vars, std::vector<std::string>* problems) {
-  vars["DATABASE_URL"] = "postgresql:///x";
-  vars["STRIPE_SECRET_KEY"] = "sk_test_123";
-  return ParseConfig(
-      [vars](const std::string& name) -> std::optional<std::string> {
-        auto it = vars.find(name);
-        if (it == vars.end()) return std::nullopt;
-        return it->second;
-      },
-      problems);
+  return ParseConfig(RequiredEnvPlus(std::move(vars)), problems);
 }
 
 }  // namespace

@@ -3,16 +3,16 @@
 #include <map>
 
 #include "gateway/config.h"
+#include "gateway/config_test_env.h"
 
 using namespace paintlock::gateway;
+using paintlock::gateway::testing::RequiredEnvPlus;
 
 namespace {
 
 std::vector<std::string> ProblemsWith(std::map<std::string, std::string> extra, Config* out) {
-  extra.emplace("DATABASE_URL", "postgresql:///x");
-  extra.emplace("STRIPE_SECRET_KEY", "sk_test_123");
   std::vector<std::string> problems;
-  *out = ParseConfig(paintlock::base::MapEnv(extra), &problems);
+  *out = ParseConfig(RequiredEnvPlus(std::move(extra)), &problems);
   return problems;
 }
 

@@ -4,7 +4,10 @@
 
 #include <map>
 
+#include "gateway/config_test_env.h"
+
 using namespace paintlock::gateway;
+using paintlock::gateway::testing::RequiredEnvPlus;
 
 namespace {
 
@@ -18,13 +21,6 @@ httplib::Request WithHeaders(std::initializer_list<std::pair<const char*, std::s
 }
 
 const std::string kKey = "plk_" + std::string(64, 'a');
-
-// The settings the gateway requires, plus `vars`.
-paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
-  vars.emplace("DATABASE_URL", "postgresql:///x");
-  vars.emplace("STRIPE_SECRET_KEY", "sk_test_123");
-  return paintlock::base::MapEnv(std::move(vars));
-}
 
 }  // namespace
 
@@ -110,7 +106,7 @@ TEST_CASE("quota: an unknown field is named in printable ASCII, cut to 64 bytes"
 
 TEST_CASE("quota: quota and licence settings are read at start-up with a line per problem") {
   std::vector<std::string> problems;
-  Config c = ParseConfig(Env({}), &problems);
+  Config c = ParseConfig(RequiredEnvPlus({}), &problems);
   CHECK(problems.empty());
   REQUIRE(c.quotas.size() == 1);
   CHECK(c.quotas[0].name == "downloads");
@@ -119,18 +115,18 @@ TEST_CASE("quota: quota and licence settings are read at start-up with a line pe
   CHECK(c.license_secret.empty());
   CHECK(c.license_cache_max_age == std::chrono::seconds(45));
 
-  c = ParseConfig(Env({{"PAINTLOCK_QUOTAS", "downloads:5:UTC,exports:20:Europe/Paris"},
-                       {"PAINTLOCK_LICENSE_SECRET", std::string(32, 's')},
-                       {"PAINTLOCK_LICENSE_CACHE_SECONDS", "1"}}),
+  c = ParseConfig(RequiredEnvPlus({{"PAINTLOCK_QUOTAS", "downloads:5:UTC,exports:20:Europe/Paris"},
+                                   {"PAINTLOCK_LICENSE_SECRET", std::string(32, 's')},
+                                   {"PAINTLOCK_LICENSE_CACHE_SECONDS", "1"}}),
                   &problems);
   CHECK(problems.empty());
   CHECK(c.quotas.size() == 2);
   CHECK(c.quotas[1].time_zone == "Europe/Paris");
   CHECK(c.license_cache_max_age == std::chrono::seconds(1));
 
-  ParseConfig(Env({{"PAINTLOCK_QUOTAS", "downloads:five:UTC,exports:20"},
-                   {"PAINTLOCK_LICENSE_SECRET", "short-secret"},
-                   {"PAINTLOCK_LICENSE_CACHE_SECONDS", "-1"}}),
+  ParseConfig(RequiredEnvPlus({{"PAINTLOCK_QUOTAS", "downloads:five:UTC,exports:20"},
+                               {"PAINTLOCK_LICENSE_SECRET", "short-secret"},
+                               {"PAINTLOCK_LICENSE_CACHE_SECONDS", "-1"}}),
               &problems);
   REQUIRE(problems.size() == 4);
   CHECK(problems[0].rfind("PAINTLOCK_QUOTAS: downloads: the limit", 0) == 0);

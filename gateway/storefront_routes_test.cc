@@ -4,20 +4,16 @@
 
 #include <map>
 
+#include "gateway/config_test_env.h"
+
 using namespace paintlock::gateway;
+using paintlock::gateway::testing::RequiredEnvPlus;
 
 namespace {
 
 HttpError Reserved() {
   return {
       409, "painting_reserved", "…", {{"painting", "p7"}, {"free_at", "2026-12-02T14:05:09Z"}}, 42};
-}
-
-// The settings the gateway requires, plus `vars`.
-paintlock::base::EnvLookup Env(std::map<std::string, std::string> vars) {
-  vars.emplace("DATABASE_URL", "postgresql:///x");
-  vars.emplace("STRIPE_SECRET_KEY", "sk_test_123");
-  return paintlock::base::MapEnv(std::move(vars));
 }
 
 }  // namespace
@@ -61,19 +57,19 @@ TEST_CASE("storefront: only conflicts are redirected, and only when a URL is con
 
 TEST_CASE("storefront: the storefront settings are read and checked at start-up") {
   std::vector<std::string> problems;
-  Config defaults = ParseConfig(Env({}), &problems);
+  Config defaults = ParseConfig(RequiredEnvPlus({}), &problems);
   CHECK(problems.empty());
   CHECK(defaults.allowed_origins.empty());
   CHECK(defaults.unavailable_url.empty());
   CHECK(defaults.max_streams == 200);
   CHECK(defaults.stream_heartbeat == std::chrono::seconds(15));
 
-  Config c =
-      ParseConfig(Env({{"PAINTLOCK_ALLOWED_ORIGINS", "https://shop.example,http://127.0.0.1:3000"},
+  Config c = ParseConfig(
+      RequiredEnvPlus({{"PAINTLOCK_ALLOWED_ORIGINS", "https://shop.example,http://127.0.0.1:3000"},
                        {"PAINTLOCK_UNAVAILABLE_URL", "https://shop.example/taken"},
                        {"PAINTLOCK_MAX_STREAMS", "0"},
                        {"PAINTLOCK_STREAM_HEARTBEAT_SECONDS", "1"}}),
-                  &problems);
+      &problems);
   CHECK(problems.empty());
   CHECK(c.allowed_origins ==
         std::vector<std::string>{"https://shop.example", "http://127.0.0.1:3000"});
@@ -81,10 +77,10 @@ TEST_CASE("storefront: the storefront settings are read and checked at start-up"
   CHECK(c.max_streams == 0);
   CHECK(c.stream_heartbeat == std::chrono::seconds(1));
 
-  ParseConfig(Env({{"PAINTLOCK_ALLOWED_ORIGINS", "https://shop.example/"},
-                   {"PAINTLOCK_UNAVAILABLE_URL", "/taken"},
-                   {"PAINTLOCK_MAX_STREAMS", "5000"},
-                   {"PAINTLOCK_STREAM_HEARTBEAT_SECONDS", "0"}}),
+  ParseConfig(RequiredEnvPlus({{"PAINTLOCK_ALLOWED_ORIGINS", "https://shop.example/"},
+                               {"PAINTLOCK_UNAVAILABLE_URL", "/taken"},
+                               {"PAINTLOCK_MAX_STREAMS", "5000"},
+                               {"PAINTLOCK_STREAM_HEARTBEAT_SECONDS", "0"}}),
               &problems);
   REQUIRE(problems.size() == 4);
   CHECK(problems[0].rfind("PAINTLOCK_ALLOWED_ORIGINS: \"https://shop.example/\" is not an origin",

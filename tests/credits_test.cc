@@ -13,9 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-// No test here reaches Stripe: the gateway only needs an address for it.
-constexpr const char* kNoStripe = "http://127.0.0.1:9";
-
 httplib::Headers WithKey(const std::string& idempotency_key) {
   httplib::Headers h = ApiKeyHeader();
   h.emplace("Idempotency-Key", idempotency_key);

@@ -28,8 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr const char* kNoStripe = "http://127.0.0.1:9";
-
 // The gateway's peak resident memory so far, in kB (VmHWM).
 long PeakRssKb(Gateway& gw) {
   std::ifstream status("/proc/" + std::to_string(gw.process().pid()) + "/status");

@@ -16,8 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kNoStripe = "http://127.0.0.1:9";
-
 // Rate limits, quotas and a short lock_timeout, the same on every gateway.
 GatewayOptions Options() {
   GatewayOptions o;

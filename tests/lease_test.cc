@@ -13,8 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kNoStripe = "http://127.0.0.1:9";
-
 Reply Acquire(const std::string& base, const std::string& name, const json& holder, json ttl = 30) {
   return PostJson(base, "/v1/leases/" + name, {{"holder", holder}, {"ttl_seconds", ttl}},
                   ApiKeyHeader());

@@ -13,8 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kNoStripe = "http://127.0.0.1:9";
-
 Reply Take(const std::string& base, const std::string& key, const json& body = json::object()) {
   return PostJson(base, "/v1/ratelimits/" + key + "/take", body, ApiKeyHeader());
 }

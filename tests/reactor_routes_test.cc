@@ -20,9 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kNoStripe = "http://127.0.0.1:9";
-
-Reply Take(const std::string& base, const std::string& key, httplib::Headers headers = {}) {
+Reply TakeWith(const std::string& base, const std::string& key, httplib::Headers headers = {}) {
   headers.emplace("Authorization", ApiKeyHeader().begin()->second);
   return PostJson(base, "/v1/ratelimits/" + key + "/take", json::object(), headers);
 }
@@ -52,7 +50,7 @@ TEST_CASE(
   OutcomeTally tally;
   std::atomic<int> without_id{0};
   RunConcurrently(12, [&](int) {
-    const Reply r = Take(gw.base(), "api:caller");
+    const Reply r = TakeWith(gw.base(), "api:caller");
     tally.Add(TakeOutcome(r, "api:caller"), r);
     if (r.Header("X-Request-Id").empty()) ++without_id;
   });
@@ -73,24 +71,24 @@ TEST_CASE(
   // What a worker checks first, the reactor checks too.
   CHECK(PostJson(gw.base(), "/v1/ratelimits/api:caller/take", json::object(), {}).json["code"] ==
         "unauthorized");
-  const Reply unknown = Take(gw.base(), "nobucket:caller");
+  const Reply unknown = TakeWith(gw.base(), "nobucket:caller");
   CHECK(unknown.status == 400);
   CHECK(unknown.json["code"] == "unknown_bucket");
-  CHECK(Take(gw.base(), "api%20x").json["code"] == "invalid_request");
+  CHECK(TakeWith(gw.base(), "api%20x").json["code"] == "invalid_request");
   CHECK(db.Scalar("SELECT count(*) FROM rate_limit_buckets") == "1");
 
   // A keyed take is a worker's (the idempotency store is synchronous); the
   // same budget either way.
-  const Reply keyed = Take(gw.base(), "api:other", {{"Idempotency-Key", "take-1"}});
+  const Reply keyed = TakeWith(gw.base(), "api:other", {{"Idempotency-Key", "take-1"}});
   CHECK(keyed.status == 200);
   CHECK(keyed.json["remaining"] == 4);
-  CHECK(Take(gw.base(), "api:other").json["remaining"] == 3);
+  CHECK(TakeWith(gw.base(), "api:other").json["remaining"] == 3);
 }
 
 TEST_CASE("reactor routes: after the database ends the reactor's connections, the next takes run") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe, Limits("api:100:0.001", "2"));
-  REQUIRE(Take(gw.base(), "api:caller").status == 200);
+  REQUIRE(TakeWith(gw.base(), "api:caller").status == 200);
   REQUIRE(Eventually([&] {
     return db.Scalar(
                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
@@ -101,7 +99,7 @@ TEST_CASE("reactor routes: after the database ends the reactor's connections, th
                   "pg_stat_activity WHERE datname = current_database() AND application_name = "
                   "'paintlock-async'") == "2");
   for (int i = 0; i < 8; ++i) {
-    const Reply r = Take(gw.base(), "api:caller");
+    const Reply r = TakeWith(gw.base(), "api:caller");
     CHECK(r.status == 200);  // sent on fresh connections, never failed on a dead one
   }
   CHECK(db.Scalar("SELECT 100 - floor(tokens) FROM rate_limit_buckets WHERE key = 'api:caller'") ==
@@ -151,7 +149,7 @@ TEST_CASE(
 TEST_CASE("reactor routes: with no asynchronous connections, the workers take") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe, Limits("api:5:0.001", "0"));
-  CHECK(Take(gw.base(), "api:caller").status == 200);
+  CHECK(TakeWith(gw.base(), "api:caller").status == 200);
   CHECK(db.Scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
                   "application_name = "
                   "'paintlock-async'") == "0");

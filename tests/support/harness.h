@@ -87,6 +87,9 @@ class Process {
 constexpr const char* kApiKey = "test-api-key-0123456789";
 constexpr const char* kWebhookSecret = "whsec_test_paintlock_secret";
 constexpr const char* kStripeKey = "sk_test_paintlock";
+// A Stripe address nothing answers on (the discard port), for a gateway whose
+// test never reaches Stripe.
+constexpr const char* kNoStripe = "http://127.0.0.1:9";
 
 class FakeStripe {
  public:
