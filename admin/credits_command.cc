@@ -12,7 +12,7 @@ namespace paintlock::admin {
 
 namespace {
 
-constexpr const char* kShowUsage = R"(Usage: paintlockctl credits show ACCOUNT [--json]
+constexpr const char* kCreditsShowUsage = R"(Usage: paintlockctl credits show ACCOUNT [--json]
 
 Shows an account's balance, what its live holds take, and what is available
 (balance minus live holds, computed now from the database clock), followed by
@@ -22,7 +22,7 @@ Example:
   paintlockctl credits show acct_42
 )";
 
-constexpr const char* kTopUpUsage =
+constexpr const char* kCreditsTopUpUsage =
     R"(Usage: paintlockctl credits topup ACCOUNT AMOUNT --key KEY [--reason TEXT] [--json]
 
 Adds AMOUNT whole credits to ACCOUNT, creating the account if it does not
@@ -39,7 +39,8 @@ Example:
   paintlockctl credits topup acct_42 500 --key support-1234 --reason "goodwill after outage"
 )";
 
-constexpr const char* kHoldsUsage = R"(Usage: paintlockctl credits holds ACCOUNT [--all] [--json]
+constexpr const char* kCreditsHoldsUsage =
+    R"(Usage: paintlockctl credits holds ACCOUNT [--all] [--json]
 
 Lists an account's live holds, soonest to lapse first; with --all, then its
 closed holds (committed, released, expired), newest first. A hold shown as
@@ -52,7 +53,7 @@ Example:
   paintlockctl credits holds acct_42 --all
 )";
 
-constexpr const char* kSweepUsage = R"(Usage: paintlockctl credits sweep [--json]
+constexpr const char* kCreditsSweepUsage = R"(Usage: paintlockctl credits sweep [--json]
 
 Marks lapsed holds (past their TTL, never committed or released) as expired,
 in short batches. Accounting hygiene only: a lapsed hold stopped counting
@@ -253,7 +254,7 @@ int Sweep(CommandContext& ctx) {
 void RegisterCreditsCommands(CommandRegistry& registry) {
   registry.Add({"credits show",
                 "show a credit account: balance, held, available now",
-                kShowUsage,
+                kCreditsShowUsage,
                 {},
                 1,
                 1,
@@ -261,7 +262,7 @@ void RegisterCreditsCommands(CommandRegistry& registry) {
                 Show});
   registry.Add({"credits topup",
                 "add credits to an account, once per --key (audited)",
-                kTopUpUsage,
+                kCreditsTopUpUsage,
                 {{"key", true}, {"reason", true}},
                 2,
                 2,
@@ -269,7 +270,7 @@ void RegisterCreditsCommands(CommandRegistry& registry) {
                 TopUp});
   registry.Add({"credits holds",
                 "list an account's credit holds, live ones first",
-                kHoldsUsage,
+                kCreditsHoldsUsage,
                 {{"all", false}},
                 1,
                 1,
@@ -277,7 +278,7 @@ void RegisterCreditsCommands(CommandRegistry& registry) {
                 Holds});
   registry.Add({"credits sweep",
                 "mark lapsed credit holds expired (hygiene; never needed)",
-                kSweepUsage,
+                kCreditsSweepUsage,
                 {},
                 0,
                 0,

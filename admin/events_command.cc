@@ -12,7 +12,7 @@ namespace {
 
 constexpr long kDefaultLimit = 100;
 
-constexpr const char* kUsage =
+constexpr const char* kEventsUsage =
     R"(Usage: paintlockctl events [--session ID] [--since DURATION|RFC3339] [--limit N] [--json]
 
 Lists the Stripe events the gateway received and applied (stripe_events): when
@@ -86,7 +86,7 @@ int Events(CommandContext& ctx) {
 void RegisterEventsCommand(CommandRegistry& registry) {
   registry.Add({"events",
                 "list the Stripe events received and what applying them did",
-                kUsage,
+                kEventsUsage,
                 {{"session", true}, {"since", true}, {"limit", true}},
                 0,
                 0,

@@ -49,7 +49,7 @@ const Condition* FindCondition(const std::string& name) {
   return nullptr;
 }
 
-constexpr const char* kUsage =
+constexpr const char* kHoldsUsage =
     R"(Usage: paintlockctl holds [--painting ID] [--state CONDITION] [--older-than DURATION] [--json]
 
 Lists every live hold and every hold that lapsed in the last 24 hours, the
@@ -153,7 +153,7 @@ int Holds(CommandContext& ctx) {
 void RegisterHoldsCommand(CommandRegistry& registry) {
   registry.Add({"holds",
                 "list live and recently lapsed holds, the stuck ones first",
-                kUsage,
+                kHoldsUsage,
                 {{"painting", true}, {"state", true}, {"older-than", true}},
                 0,
                 0,

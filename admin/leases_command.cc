@@ -9,7 +9,7 @@ namespace paintlock::admin {
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: paintlockctl leases [--json]
+constexpr const char* kLeasesUsage = R"(Usage: paintlockctl leases [--json]
 
 Lists every lease, live ones first: its holder, the fencing token of its
 latest grant, and when it expires. A lease past its expiry is free (it lapsed
@@ -70,7 +70,7 @@ int Leases(CommandContext& ctx) {
 void RegisterLeasesCommand(CommandRegistry& registry) {
   registry.Add({"leases",
                 "list TTL leases: holder, fencing token, expiry",
-                kUsage,
+                kLeasesUsage,
                 {},
                 0,
                 0,

@@ -9,7 +9,8 @@ namespace paintlock::admin {
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: paintlockctl licenses [--customer ID] [--keys] [--json]
+constexpr const char* kLicensesUsage =
+    R"(Usage: paintlockctl licenses [--customer ID] [--keys] [--json]
 
 Lists every licence, newest first: its Stripe subscription and customer, the
 subscription's status, whether the licence lifts quotas now (ACTIVE), the end
@@ -99,7 +100,7 @@ int Licenses(CommandContext& ctx) {
 void RegisterLicensesCommand(CommandRegistry& registry) {
   registry.Add({"licenses",
                 "list subscription licences (and their keys, with --keys)",
-                kUsage,
+                kLicensesUsage,
                 {{"customer", true}, {"keys", false}},
                 0,
                 0,

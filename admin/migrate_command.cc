@@ -10,7 +10,7 @@ namespace paintlock::admin {
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: paintlockctl migrate [--json]
+constexpr const char* kMigrateUsage = R"(Usage: paintlockctl migrate [--json]
 
 Applies every migration in sql/migrations (compiled into this binary) that the
 database has not applied yet, each in its own transaction, and records it in
@@ -59,7 +59,7 @@ int Migrate(CommandContext& ctx) {
 void RegisterMigrateCommand(CommandRegistry& registry) {
   registry.Add({"migrate",
                 "apply the schema migrations (safe to run twice, or twice at once)",
-                kUsage,
+                kMigrateUsage,
                 {},
                 0,
                 0,

@@ -23,7 +23,7 @@ constexpr long kDefaultRate = 20;           // Stripe allows about 25 requests/s
 constexpr size_t kProgressFrom = 20;        // a run this long reports progress on stderr
 constexpr int kGiveUpAfterUnreachable = 3;  // in a row: Stripe is down, stop asking
 
-constexpr const char* kUsage =
+constexpr const char* kReconcileUsage =
     R"(Usage: paintlockctl reconcile [--rate PER_SECOND] [--offline-since DURATION] [--json]
 
 Finds every reservation whose Stripe outcome the database does not know — a
@@ -273,7 +273,7 @@ int Reconcile(CommandContext& ctx) {
 void RegisterReconcileCommand(CommandRegistry& registry) {
   registry.Add({"reconcile",
                 "ask Stripe how sessions the database has no outcome for ended, and apply it",
-                kUsage,
+                kReconcileUsage,
                 {{"rate", true}, {"offline-since", true}},
                 0,
                 0,

@@ -10,7 +10,7 @@ namespace {
 // The release service's vocabulary (checkout/release.h).
 using namespace paintlock::checkout;  // NOLINT(google-build-using-namespace)
 
-constexpr const char* kUsage =
+constexpr const char* kReleaseUsage =
     R"(Usage: paintlockctl release RESERVATION --reason TEXT [--dry-run] [--force] [--json]
 
 Frees a reservation's paintings. First it expires the reservation's Stripe
@@ -210,7 +210,7 @@ int Release(CommandContext& ctx) {
 void RegisterReleaseCommand(CommandRegistry& registry) {
   registry.Add({"release",
                 "free a reservation's paintings (expiring its Stripe session first)",
-                kUsage,
+                kReleaseUsage,
                 {{"reason", true}, {"dry-run", false}, {"force", false}},
                 1,
                 1,

@@ -13,7 +13,7 @@ namespace paintlock::admin {
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: paintlockctl show PAINTING|RESERVATION|SESSION [--json]
+constexpr const char* kShowUsage = R"(Usage: paintlockctl show PAINTING|RESERVATION|SESSION [--json]
 
 Tells the whole story of one painting (by id), one reservation (by its UUID)
 or one Stripe Checkout Session (cs_…): the catalogue entry and lock row, every
@@ -266,7 +266,7 @@ int Show(CommandContext& ctx) {
 void RegisterShowCommand(CommandRegistry& registry) {
   registry.Add({"show",
                 "the whole story of a painting, a reservation or a Stripe session",
-                kUsage,
+                kShowUsage,
                 {},
                 1,
                 1,

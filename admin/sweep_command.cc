@@ -18,7 +18,7 @@ constexpr std::chrono::hours kStripeRetryWindow{72};
 constexpr int kBatch = 500;
 constexpr int kKeyBatch = 5000;
 
-constexpr const char* kUsage =
+constexpr const char* kSweepUsage =
     R"(Usage: paintlockctl sweep [--older-than DURATION] [--dry-run] [--json]
 
 Deletes the rows of holds that ended more than DURATION ago (default 7d):
@@ -136,7 +136,7 @@ int Sweep(CommandContext& ctx) {
 void RegisterSweepCommand(CommandRegistry& registry) {
   registry.Add({"sweep",
                 "delete rows of holds that ended long ago (hygiene; never needed for safety)",
-                kUsage,
+                kSweepUsage,
                 {{"older-than", true}, {"dry-run", false}},
                 0,
                 0,

@@ -41,7 +41,7 @@ Reply ConsumeAs(const std::string& base, const std::string& subject,
   return Consume(base, quota, ApiKeyHeader(), json{{"subject", subject}}.dump());
 }
 
-std::string Count(TestDatabase& db, const std::string& where = "true") {
+std::string QuotaUsed(TestDatabase& db, const std::string& where = "true") {
   return db.Scalar("SELECT coalesce(sum(used), 0) FROM quota_usage WHERE " + where);
 }
 
@@ -129,7 +129,7 @@ TEST_CASE(
   std::sort(used.begin(), used.end());
   CHECK(used == std::vector<int>{1, 2, 3, 4, 5});  // each allowed request saw its own count
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage") == "1");
-  CHECK(Count(db) == "5");
+  CHECK(QuotaUsed(db) == "5");
   // The raw address is never stored: the subject is a keyed hash.
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage WHERE subject LIKE '%127.0.0.1%'") == "0");
   CHECK(gw.process().Log().find("127.0.0.1\"") == std::string::npos);
@@ -150,7 +150,7 @@ TEST_CASE("quota: two gateways sharing the visitor key count one visitor once") 
   CHECK(tally.refused() == 7);
   CHECK_MESSAGE(tally.other() == 0, tally.others());
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage") == "1");
-  CHECK(Count(db) == "5");
+  CHECK(QuotaUsed(db) == "5");
 }
 
 TEST_CASE(
@@ -238,7 +238,7 @@ TEST_CASE(
     CHECK(r.json["used"] == 5);
     CHECK(r.json["resets_at"] == resets_at);
   }
-  CHECK(Count(db) == "5");
+  CHECK(QuotaUsed(db) == "5");
   const std::string last_at = db.Scalar("SELECT last_at FROM quota_usage");
 
   Reply usage = Request(gw.base(), "GET", "/v1/quotas/downloads");
@@ -253,7 +253,7 @@ TEST_CASE(
   Reply fresh = Consume(gw.base());
   CHECK(fresh.status == 200);
   CHECK(fresh.json["used"] == 1);
-  CHECK(Count(db) == "1");
+  CHECK(QuotaUsed(db) == "1");
   CHECK(db.Scalar("SELECT day = (now() AT TIME ZONE 'UTC')::date FROM quota_usage") == "t");
   CheckInvariants(db);
 }

@@ -37,7 +37,7 @@ std::string Outcome(TestDatabase& db, const std::string& type) {
       type + "'");
 }
 
-std::string Count(TestDatabase& db, const std::string& where) {
+std::string AuditRows(TestDatabase& db, const std::string& where) {
   return db.Scalar("SELECT count(*) FROM audit_log WHERE " + where);
 }
 
@@ -65,8 +65,8 @@ TEST_CASE_FIXTURE(ShopFixture,
   CHECK(db.Scalar("SELECT sold_at IS NULL AND (SELECT sold_until FROM painting_locks WHERE "
                   "painting_id = 'p7') IS NULL FROM paintings WHERE id = 'p7'") == "t");
   // Audited as `paintlockctl unsold` audits, and with what Stripe said.
-  CHECK(Count(db, "action = 'mark_unsold' AND painting_id = 'p7'") == "1");
-  CHECK(Count(db, "action = 'refund' AND reservation_id = '" + sale.reservation + "'") == "1");
+  CHECK(AuditRows(db, "action = 'mark_unsold' AND painting_id = 'p7'") == "1");
+  CHECK(AuditRows(db, "action = 'refund' AND reservation_id = '" + sale.reservation + "'") == "1");
   CHECK(db.Scalar("SELECT details->>'charge' LIKE 'ch_%' AND details->>'effect' = 'unsold' "
                   "FROM audit_log WHERE action = 'stripe_refund'") == "t");
   // The event names the sale in `paintlockctl show`.
@@ -94,7 +94,7 @@ TEST_CASE_FIXTURE(ShopFixture, "refunds: a partial refund is audited and the pai
   CHECK(PaintingState(db, "p7") == "sold");
   CHECK(db.Scalar("SELECT details->>'refunded_minor' FROM audit_log WHERE action = "
                   "'stripe_refund'") == "1000");
-  CHECK(Count(db, "action = 'mark_unsold'") == "0");
+  CHECK(AuditRows(db, "action = 'mark_unsold'") == "0");
   CHECK(Checkout(shop, {"p7"}).status == 409);
 
   // The rest refunded later: now it is a full refund.
@@ -116,9 +116,9 @@ TEST_CASE_FIXTURE(ShopFixture, "refunds: a refund event delivered twice has one 
   REQUIRE(ids.size() == 1);
   CHECK(shop.stripe.Control("POST", "/_test/events/" + ids[0] + "/deliver")["status"] == 200);
   CHECK(db.Scalar("SELECT count(*) FROM stripe_events WHERE type = 'charge.refunded'") == "1");
-  CHECK(Count(db, "action = 'stripe_refund'") == "1");
-  CHECK(Count(db, "action = 'mark_unsold'") == "1");
-  CHECK(Count(db, "action = 'refund'") == "1");
+  CHECK(AuditRows(db, "action = 'stripe_refund'") == "1");
+  CHECK(AuditRows(db, "action = 'mark_unsold'") == "1");
+  CHECK(AuditRows(db, "action = 'refund'") == "1");
   // A new buyer's sale is not undone by the old refund arriving again.
   const Sale next = Sold(*this, {"p7"});
   CHECK(shop.stripe.Control("POST", "/_test/events/" + ids[0] + "/deliver")["status"] == 200);
@@ -147,7 +147,7 @@ TEST_CASE_FIXTURE(ShopFixture,
   CHECK(Outcome(db, "checkout.session.completed") == "already_refunded");
   CHECK(State(db, id) == "refunded");
   CHECK(PaintingState(db, "p7") == "available");
-  CHECK(Count(db, "action = 'stripe_refund'") == "1");
+  CHECK(AuditRows(db, "action = 'stripe_refund'") == "1");
   // The success page agrees: the buyer is told of the refund.
   Reply page = Request(shop.gateway.base(), "GET", "/v1/checkout/success?session_id=" + session);
   CHECK(page.status == 409);
@@ -181,8 +181,8 @@ TEST_CASE_FIXTURE(ShopFixture,
         first);
   CHECK(State(db, second) == "sold");
   CHECK(PaintingState(db, "p7") == "sold");
-  CHECK(Count(db, "action = 'mark_unsold'") == "0");
-  CHECK(Count(db, "action = 'refund'") == "1");
+  CHECK(AuditRows(db, "action = 'mark_unsold'") == "0");
+  CHECK(AuditRows(db, "action = 'refund'") == "1");
   CHECK(shop.stripe.Control("GET", "/_test/refunds").size() == 1);
   CheckInvariants(db);
 }
@@ -219,8 +219,8 @@ TEST_CASE_FIXTURE(ShopFixture,
   REQUIRE(story["reservations"][0]["disputes"].size() == 1);
   CHECK(story["reservations"][0]["disputes"][0]["status"] == "lost");
   CHECK(story["reservations"][0]["disputes"][0]["closed"] == true);
-  CHECK(Count(db, "action = 'dispute_opened'") == "1");
-  CHECK(Count(db, "action = 'dispute_closed' AND details->>'status' = 'lost'") == "1");
+  CHECK(AuditRows(db, "action = 'dispute_opened'") == "1");
+  CHECK(AuditRows(db, "action = 'dispute_closed' AND details->>'status' = 'lost'") == "1");
   // A lost dispute takes money back, not the painting: it stays sold, and the
   // closed dispute is no longer a stuck hold.
   CHECK(State(db, sale.reservation) == "sold");
@@ -263,7 +263,7 @@ TEST_CASE_FIXTURE(ShopFixture,
   const std::string before =
       db.Scalar("SELECT string_agg(id || state, ',' ORDER BY id) FROM painting_states") +
       db.Scalar("SELECT string_agg(id || state, ',' ORDER BY id) FROM reservations") +
-      Count(db, "true");
+      AuditRows(db, "true");
   json charge = {{"id", "ch_unknown1"},
                  {"object", "charge"},
                  {"amount", 5000},
@@ -293,7 +293,7 @@ TEST_CASE_FIXTURE(ShopFixture,
   const std::string after =
       db.Scalar("SELECT string_agg(id || state, ',' ORDER BY id) FROM painting_states") +
       db.Scalar("SELECT string_agg(id || state, ',' ORDER BY id) FROM reservations") +
-      Count(db, "true");
+      AuditRows(db, "true");
   CHECK(before == after);
   CHECK(State(db, sale.reservation) == "sold");
 
