@@ -11,12 +11,6 @@ bool IsValidAccountId(const std::string& id) { return base::IsToken(id, 1, 64, "
 
 namespace {
 
-template <class Outcome, class T>
-Outcome Flatten(DbResult<T> result) {
-  if (auto* failure = std::get_if<DbFailure>(&result)) return *failure;
-  return std::get<T>(std::move(result));
-}
-
 CreditHoldView HoldViewOf(const pqxx::row& row) {
   CreditHoldView v;
   v.id = row["id"].as<std::string>();

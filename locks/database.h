@@ -81,6 +81,14 @@ struct DbFailure {
 template <class T>
 using DbResult = std::variant<T, DbFailure>;
 
+// A store's answer from the database's: its failure, or the value `fn` gave,
+// for an Outcome that is a variant of T, DbFailure and other answers.
+template <class Outcome, class T>
+Outcome Flatten(DbResult<T> result) {
+  if (auto* failure = std::get_if<DbFailure>(&result)) return *failure;
+  return std::get<T>(std::move(result));
+}
+
 // Sets the session settings every connection of paintlock's has (the
 // timeouts of `options`, synchronous_commit on) and its application_name.
 // Throws what libpqxx throws.

@@ -17,12 +17,6 @@ bool IsValidLeaseHolder(const std::string& holder) {
 
 namespace {
 
-template <class Outcome, class T>
-Outcome Flatten(DbResult<T> result) {
-  if (auto* failure = std::get_if<DbFailure>(&result)) return *failure;
-  return std::get<T>(std::move(result));
-}
-
 LeaseLost LostOf(const std::string& name, const pqxx::row& row) {
   LeaseLost lost{name, std::nullopt, ""};
   if (row["live"].as<bool>() && !row["holder"].is_null()) {
@@ -32,7 +26,7 @@ LeaseLost LostOf(const std::string& name, const pqxx::row& row) {
   return lost;
 }
 
-LeaseView ViewOf(const pqxx::row& row) {
+LeaseView LeaseViewOf(const pqxx::row& row) {
   LeaseView v;
   v.name = row["name"].as<std::string>();
   if (!row["holder"].is_null()) v.holder = row["holder"].as<std::string>();
@@ -113,7 +107,7 @@ DbResult<std::optional<LeaseView>> LeaseStore::Get(const std::string& name) {
     pqxx::nontransaction n(c);
     pqxx::result r = Exec(n, "lease_get", name);
     if (r.empty()) return std::nullopt;
-    return ViewOf(r[0]);
+    return LeaseViewOf(r[0]);
   });
 }
 
@@ -121,7 +115,7 @@ DbResult<std::vector<LeaseView>> LeaseStore::List() {
   return db_.Run("lease_list", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
     std::vector<LeaseView> out;
-    for (const auto& row : Exec(n, "lease_list")) out.push_back(ViewOf(row));
+    for (const auto& row : Exec(n, "lease_list")) out.push_back(LeaseViewOf(row));
     return out;
   });
 }

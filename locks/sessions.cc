@@ -9,7 +9,7 @@ namespace paintlock::locks {
 namespace {
 
 // The row of apply_session or apply_offline_session.
-SessionApplied AppliedOf(const pqxx::row& row) {
+SessionApplied SessionAppliedOf(const pqxx::row& row) {
   return SessionApplied{row["outcome"].as<std::string>(), row["reservation_id"].as<std::string>(""),
                         row["payment_intent"].as<std::string>("")};
 }
@@ -29,10 +29,10 @@ DbResult<SessionApplied> SessionStore::Apply(const SessionFacts& facts, const st
       LooksLikeUuid(facts.reservation_id) ? NullIfEmpty(facts.reservation_id) : std::nullopt;
   auto applied = db_.Run("apply_session", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return AppliedOf(Exec1(n, "apply_session", NullIfEmpty(event_id), event_type, facts.session_id,
-                           reservation, NullIfEmpty(facts.status),
-                           NullIfEmpty(facts.payment_status), NullIfEmpty(facts.payment_intent),
-                           actor, static_cast<int>(delayed_payment_hold_.count())));
+    return SessionAppliedOf(Exec1(
+        n, "apply_session", NullIfEmpty(event_id), event_type, facts.session_id, reservation,
+        NullIfEmpty(facts.status), NullIfEmpty(facts.payment_status),
+        NullIfEmpty(facts.payment_intent), actor, static_cast<int>(delayed_payment_hold_.count())));
   });
   return Published(std::move(applied));
 }
@@ -49,11 +49,11 @@ DbResult<SessionApplied> SessionStore::ApplyOffline(const SessionFacts& facts,
   const std::string prices = BigintArrayLiteral(facts.offline->prices_minor);
   auto applied = db_.Run("apply_offline_session", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return AppliedOf(Exec1(n, "apply_offline_session", NullIfEmpty(event_id), event_type,
-                           facts.session_id, facts.reservation_id, NullIfEmpty(facts.status),
-                           NullIfEmpty(facts.payment_status), NullIfEmpty(facts.payment_intent),
-                           actor, static_cast<int>(delayed_payment_hold_.count()), paintings,
-                           prices, facts.offline->currency));
+    return SessionAppliedOf(Exec1(
+        n, "apply_offline_session", NullIfEmpty(event_id), event_type, facts.session_id,
+        facts.reservation_id, NullIfEmpty(facts.status), NullIfEmpty(facts.payment_status),
+        NullIfEmpty(facts.payment_intent), actor, static_cast<int>(delayed_payment_hold_.count()),
+        paintings, prices, facts.offline->currency));
   });
   return Published(std::move(applied));
 }
