@@ -145,9 +145,9 @@ int ShowAccount(CommandContext& ctx, locks::CreditStore& credits, const std::str
   return kExitOk;
 }
 
-int Show(CommandContext& ctx) { return WithAccount(ctx, "credits show", ShowAccount); }
+int CreditsShow(CommandContext& ctx) { return WithAccount(ctx, "credits show", ShowAccount); }
 
-int TopUp(CommandContext& ctx) {
+int CreditsTopUp(CommandContext& ctx) {
   const std::string account = ctx.arg(0);
   if (auto bad = BadAccount(ctx, account)) return *bad;
   const auto amount = ParseBoundedInteger(ctx.arg(1), 1, locks::kMaxCreditAmount);
@@ -232,9 +232,9 @@ int ListHolds(CommandContext& ctx, locks::CreditStore& credits, const std::strin
   return kExitOk;
 }
 
-int Holds(CommandContext& ctx) { return WithAccount(ctx, "credits holds", ListHolds); }
+int CreditsHolds(CommandContext& ctx) { return WithAccount(ctx, "credits holds", ListHolds); }
 
-int Sweep(CommandContext& ctx) {
+int CreditsSweep(CommandContext& ctx) {
   locks::Database* db = ctx.Database();
   if (!db) return kExitFailed;
   locks::CreditStore credits(*db);
@@ -259,7 +259,7 @@ void RegisterCreditsCommands(CommandRegistry& registry) {
                 1,
                 1,
                 "credits show takes one ACCOUNT",
-                Show});
+                CreditsShow});
   registry.Add({"credits topup",
                 "add credits to an account, once per --key (audited)",
                 kCreditsTopUpUsage,
@@ -267,7 +267,7 @@ void RegisterCreditsCommands(CommandRegistry& registry) {
                 2,
                 2,
                 "credits topup takes ACCOUNT and AMOUNT",
-                TopUp});
+                CreditsTopUp});
   registry.Add({"credits holds",
                 "list an account's credit holds, live ones first",
                 kCreditsHoldsUsage,
@@ -275,7 +275,7 @@ void RegisterCreditsCommands(CommandRegistry& registry) {
                 1,
                 1,
                 "credits holds takes one ACCOUNT",
-                Holds});
+                CreditsHolds});
   registry.Add({"credits sweep",
                 "mark lapsed credit holds expired (hygiene; never needed)",
                 kCreditsSweepUsage,
@@ -283,7 +283,7 @@ void RegisterCreditsCommands(CommandRegistry& registry) {
                 0,
                 0,
                 "credits sweep takes no arguments",
-                Sweep});
+                CreditsSweep});
 }
 
 }  // namespace paintlock::admin

@@ -24,7 +24,8 @@ NAME is a quota of PAINTLOCK_QUOTAS (default downloads:5:UTC), read from the
 environment as the gateway reads it.
 )";
 
-const std::string kShowUsage = std::string(R"(Usage: paintlockctl quota show NAME SUBJECT [--json]
+const std::string kQuotaShowUsage = std::string(
+                                        R"(Usage: paintlockctl quota show NAME SUBJECT [--json]
 
 Shows how many requests of quota NAME the subject has used today (the day of
 the quota's time zone, on the database clock), when the count resets, and when
@@ -36,7 +37,7 @@ Examples:
   paintlockctl quota show exports user-42 --json
 )";
 
-const std::string kResetUsage =
+const std::string kQuotaResetUsage =
     std::string(R"(Usage: paintlockctl quota reset NAME SUBJECT [--reason TEXT] [--json]
 
 Forgets the subject's count of quota NAME: its next request is the first of
@@ -109,7 +110,7 @@ std::string Describe(const locks::QuotaPolicy& q) {
   return q.name + " (" + std::to_string(q.limit) + " a day, midnight " + q.time_zone + ")";
 }
 
-int Show(CommandContext& ctx) {
+int QuotaShow(CommandContext& ctx) {
   int code = kExitOk;
   auto quota = QuotaOf(ctx, ctx.arg(0), &code);
   if (!quota) return code;
@@ -146,7 +147,7 @@ int Show(CommandContext& ctx) {
   return kExitOk;
 }
 
-int Reset(CommandContext& ctx) {
+int QuotaReset(CommandContext& ctx) {
   int code = kExitOk;
   auto quota = QuotaOf(ctx, ctx.arg(0), &code);
   if (!quota) return code;
@@ -177,20 +178,20 @@ int Reset(CommandContext& ctx) {
 void RegisterQuotaCommands(CommandRegistry& registry) {
   registry.Add({"quota show",
                 "show a subject's count of a daily quota",
-                kShowUsage,
+                kQuotaShowUsage,
                 {},
                 2,
                 2,
                 "quota show takes a quota NAME and a SUBJECT",
-                Show});
+                QuotaShow});
   registry.Add({"quota reset",
                 "forget a subject's count of a daily quota (audited)",
-                kResetUsage,
+                kQuotaResetUsage,
                 {{"reason", true}},
                 2,
                 2,
                 "quota reset takes a quota NAME and a SUBJECT",
-                Reset});
+                QuotaReset});
 }
 
 }  // namespace paintlock::admin
