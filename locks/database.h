@@ -81,8 +81,9 @@ struct DbFailure {
 template <class T>
 using DbResult = std::variant<T, DbFailure>;
 
-// A store's answer from the database's: its failure, or the value `fn` gave,
-// for an Outcome that is a variant of T, DbFailure and other answers.
+// A store's answer from the database's: its failure, or the value the
+// statement's function returned, for an Outcome that is a variant of T,
+// DbFailure and other answers.
 template <class Outcome, class T>
 Outcome Flatten(DbResult<T> result) {
   if (auto* failure = std::get_if<DbFailure>(&result)) return *failure;

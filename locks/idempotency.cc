@@ -18,7 +18,8 @@ long long ClampedAge(std::chrono::seconds older_than) {
 
 ClaimOutcome IdempotencyStore::Claim(const IdempotentRequest& request, std::chrono::seconds lease) {
   const std::string claim = base::RandomHex(16).value_or(base::NewRequestId());
-  auto claimed = db_.Run("idempotency_claim", [&](pqxx::connection& c) -> ClaimOutcome {
+  return Flatten<
+      ClaimOutcome>(db_.Run("idempotency_claim", [&](pqxx::connection& c) -> ClaimOutcome {
     pqxx::nontransaction n(c);
     pqxx::row row = Exec1(n, "idempotency_claim", request.key, request.fingerprint, request.route,
                           claim, static_cast<int>(lease.count()));
@@ -31,9 +32,7 @@ ClaimOutcome IdempotencyStore::Claim(const IdempotentRequest& request, std::chro
     if (outcome == "reused") return KeyReused{};
     if (outcome == "in_progress") return KeyInProgress{row["retry_after_seconds"].as<int>(1)};
     return DbFailure{DbFailureKind::kInternal, "paintlock_idempotency_claim: outcome " + outcome};
-  });
-  if (auto* failure = std::get_if<DbFailure>(&claimed)) return *failure;
-  return std::get<ClaimOutcome>(std::move(claimed));
+  }));
 }
 
 DbResult<bool> IdempotencyStore::Record(const std::string& key, const std::string& claim,

@@ -44,14 +44,13 @@ ConsumeOutcome Decided(const QuotaPolicy& quota, const Column& column) {
 }  // namespace
 
 ConsumeOutcome QuotaStore::Consume(const QuotaPolicy& quota, const std::string& subject) {
-  auto decided = db_.Run("quota_consume", [&](pqxx::connection& c) -> ConsumeOutcome {
-    pqxx::nontransaction n(c);  // one statement: its own transaction
-    const pqxx::row row =
-        Exec1(n, "quota_consume", quota.name, subject, quota.limit, quota.time_zone);
-    return Decided(quota, ColumnsOf(row));
-  });
-  if (auto* f = std::get_if<DbFailure>(&decided)) return *f;
-  return std::get<ConsumeOutcome>(decided);
+  return Flatten<ConsumeOutcome>(
+      db_.Run("quota_consume", [&](pqxx::connection& c) -> ConsumeOutcome {
+        pqxx::nontransaction n(c);  // one statement: its own transaction
+        const pqxx::row row =
+            Exec1(n, "quota_consume", quota.name, subject, quota.limit, quota.time_zone);
+        return Decided(quota, ColumnsOf(row));
+      }));
 }
 
 void QuotaStore::ConsumeAsync(AsyncPool& pool, int statement, const QuotaPolicy& quota,

@@ -38,13 +38,11 @@ TakeOutcome RateLimiter::Take(const std::string& key, const std::string& bucket,
   auto prepared = Prepare(key, bucket, cost);
   if (auto* early = std::get_if<TakeOutcome>(&prepared)) return *early;
   const auto& p = std::get<std::vector<std::string>>(prepared);
-  auto taken = db_.Run("ratelimit_take", [&](pqxx::connection& c) -> TakeOutcome {
+  return Flatten<TakeOutcome>(db_.Run("ratelimit_take", [&](pqxx::connection& c) -> TakeOutcome {
     pqxx::nontransaction n(c);  // one statement: its own transaction
     pqxx::row row = Exec1(n, "ratelimit_take", p[0], p[1], p[2], p[3]);
     return Decided(p[0], ColumnsOf(row));
-  });
-  if (auto* failure = std::get_if<DbFailure>(&taken)) return *failure;
-  return std::get<TakeOutcome>(std::move(taken));
+  }));
 }
 
 void RateLimiter::TakeAsync(AsyncPool& pool, int statement, const std::string& key,
