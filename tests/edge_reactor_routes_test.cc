@@ -4,8 +4,10 @@
 // gateway's wait on PostgreSQL sockets), and raw loopback connections.
 #include <doctest/doctest.h>
 #include <httplib.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -216,6 +218,13 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return s.routes->Holding(); }));
   s.routes->StartRecording();
   REQUIRE(client.Send(Post("/now", "n", "x")));
+  // send() can return before loopback delivers the bytes; the request must
+  // be in the server's socket before the event is, or it lands in a later
+  // wait. Delivered means acknowledged: nothing left in the send queue.
+  REQUIRE(Eventually([&] {
+    int unacknowledged = -1;
+    return ioctl(client.fd(), SIOCOUTQ, &unacknowledged) == 0 && unacknowledged == 0;
+  }));
   s.routes->Release();
   s.routes->LetGo();
   REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
