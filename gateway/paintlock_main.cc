@@ -215,9 +215,7 @@ int main(int argc, char** argv) {
   gateway::AvailabilityListenerOptions listener_options;
   listener_options.database = config.database;
   if (!config.listen_database_url.empty()) {
-    // A direct connection: named statements are safe there.
     listener_options.database.url = config.listen_database_url;
-    listener_options.database.statements = locks::StatementMode::kNamed;
   } else if (config.database.statements == locks::StatementMode::kUnnamed) {
     base::LogWarn("availability_listener_through_pool",
                   {{"why",

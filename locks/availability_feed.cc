@@ -117,9 +117,6 @@ void AvailabilityFeed::Listen(bool* connected) {
   try {
     pqxx::connection c(options_.database.url);
     ApplySessionSettings(c, options_.database, "paintlock-availability");
-    if (options_.database.statements == StatementMode::kNamed) {
-      c.prepare("availability_read", ReadStatement());
-    }
     SetKeepalives(c.sock());
     std::set<std::string> notified;
     IdReceiver receiver(c, &notified);  // LISTEN, before the first read
@@ -175,9 +172,14 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
     pqxx::nontransaction n(c);
     const std::vector<std::string> list(ids.begin(), ids.end());
     const auto which = ids.empty() ? std::optional<std::string>() : TextArrayLiteral(list);
-    rows = options_.database.statements == StatementMode::kNamed
-               ? n.exec_prepared("availability_read", which)
-               : n.exec_params(ReadStatement(), which);
+    // Unnamed, so planned for each read's own ids. The ids decide the plan:
+    // none (every painting) is a scan of the catalogue, a few are index
+    // lookups. A named statement's plan is made once for any ids: after a
+    // burst of large reads (many holds lapsing at once) PostgreSQL chose it,
+    // and from then on every read of a few paintings scanned them all (in
+    // make bench: 0.3–4 s a read, once past statement_timeout, each holding
+    // back vacuum meanwhile). Planning costs about a millisecond a read.
+    rows = n.exec_params(ReadStatement(), which);
   }
   const auto now = std::chrono::steady_clock::now();
   if (ids.empty()) {

@@ -76,7 +76,9 @@ struct PaintingAvailability {
 };
 
 struct AvailabilityFeedOptions {
-  DatabaseOptions database;  // url and timeouts; pool_size is not used
+  // url and timeouts; pool_size and statements are not used (its reads are
+  // unnamed statements, planned for their ids: availability_feed.cc, Read).
+  DatabaseOptions database;
   std::chrono::seconds full_read_interval{30};
   std::chrono::milliseconds first_backoff{250};
   std::chrono::milliseconds max_backoff{2000};
