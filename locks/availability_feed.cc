@@ -123,6 +123,8 @@ void AvailabilityFeed::Listen(bool* connected) {
     lapse_due_.clear();
     Read(c, {});
     auto last_full_read = steady_clock::now();
+    auto last_read = last_full_read;
+    std::set<std::string> due;  // notified or lapsed, not read yet
     *connected = true;
     base::LogInfo("availability_listening",
                   {{"channel", kChannel}, {"backend_pid", c.backendpid()}});
@@ -132,22 +134,29 @@ void AvailabilityFeed::Listen(bool* connected) {
       // never make the socket readable again.
       c.get_notifs();
       auto now = steady_clock::now();
-      std::set<std::string> ids;
-      ids.swap(notified);
-      for (const auto& [id, due] : lapse_due_) {
-        if (due <= now) ids.insert(id);
+      due.insert(notified.begin(), notified.end());
+      notified.clear();
+      for (const auto& [id, lapses] : lapse_due_) {
+        if (lapses <= now) due.insert(id);
       }
       if (now - last_full_read >= options_.full_read_interval) {
         Read(c, {});
-        last_full_read = now;
+        last_full_read = last_read = now;
+        due.clear();
         continue;
       }
-      if (!ids.empty()) {
-        Read(c, ids);
+      const auto read_at = last_read + options_.read_interval;
+      if (!due.empty() && now >= read_at) {
+        Read(c, due);
+        last_read = now;
+        due.clear();
         continue;
       }
       auto next = last_full_read + options_.full_read_interval;
-      for (const auto& [id, due] : lapse_due_) next = std::min(next, due);
+      if (!due.empty()) next = std::min(next, read_at);
+      for (const auto& [id, lapses] : lapse_due_) {
+        if (lapses > now) next = std::min(next, lapses);  // the due ones wait in `due`
+      }
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now) +
                         std::chrono::milliseconds(1);
       pollfd fds[2] = {{c.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
@@ -178,7 +187,8 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
     // burst of large reads (many holds lapsing at once) PostgreSQL chose it,
     // and from then on every read of a few paintings scanned them all (in
     // make bench: 0.3–4 s a read, once past statement_timeout, each holding
-    // back vacuum meanwhile). Planning costs about a millisecond a read.
+    // back vacuum meanwhile). Planning costs about a millisecond a read, and
+    // the reads come at most every read_interval.
     rows = n.exec_params(ReadStatement(), which);
   }
   const auto now = std::chrono::steady_clock::now();

@@ -12,6 +12,10 @@
 //     changes missed while disconnected are in the read too.
 //   * On notifications: re-read just those paintings. Notifications are sent
 //     after commit, so the read sees the change (or a later one).
+//   * These partial reads (notified and lapsing paintings) come at most one
+//     per `read_interval`: what is notified or lapses meanwhile waits and is
+//     read together. A burst of sales costs one read, not one per publish, and
+//     a stream hears of a change at most `read_interval` later than it would.
 //   * A hold that lapses changes no row, so nothing notifies. Each read gives
 //     every reserved painting's milliseconds until it is free, by the
 //     database clock; the feed re-reads those paintings when the earliest
@@ -80,6 +84,10 @@ struct AvailabilityFeedOptions {
   // unnamed statements, planned for their ids: availability_feed.cc, Read).
   DatabaseOptions database;
   std::chrono::seconds full_read_interval{30};
+  // The least time between two partial reads (see above). Unbatched, every
+  // publish and every lapse could cost the database a read of its own. 50 ms
+  // is well under what a person watching a painting's badge can notice.
+  std::chrono::milliseconds read_interval{50};
   std::chrono::milliseconds first_backoff{250};
   std::chrono::milliseconds max_backoff{2000};
 };

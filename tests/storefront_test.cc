@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <functional>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
+#include "locks/availability_feed.h"
 #include "locks/reservations.h"
 #include "tests/support/harness.h"
 #include "tests/support/stream_client.h"
@@ -410,4 +413,49 @@ TEST_CASE("storefront: a reserve commit notifies nobody, the store publishes aft
     listening.await_notification(0, 100000);
     return notified.ids == std::vector<std::string>{"p5"};
   }));
+}
+
+TEST_CASE(
+    "storefront: the feed reads what is notified meanwhile together, one read a read interval at "
+    "most") {
+  TestDatabase db;
+  locks::AvailabilityFeedOptions options;
+  options.database.url = db.url();
+  options.read_interval = milliseconds(1000);
+  using Clock = std::chrono::steady_clock;
+  std::mutex mu;
+  std::vector<Clock::time_point> read_at;  // guarded by mu
+  std::set<std::string> read_again;        // guarded by mu: the partial reads' paintings
+  locks::AvailabilityFeed feed(options, [&](const std::vector<locks::PaintingAvailability>& read) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!read_at.empty()) {
+      for (const auto& a : read) read_again.insert(a.painting);
+    }
+    read_at.push_back(Clock::now());
+  });
+  const auto reads = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return read_at.size();
+  };
+  feed.Start();
+  REQUIRE(Eventually([&] { return reads() == 1; }));  // every painting, on connecting
+
+  // Six publishes, 100 ms apart: read one by one, they would be 100 ms apart.
+  const std::set<std::string> published = {"p1", "p2", "p3", "p4", "p5", "p6"};
+  for (const std::string& id : published) {
+    db.Exec("SELECT pg_notify('paintlock_availability', '" + id + "')");
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  CHECK(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return read_again == published;
+  }));
+  feed.Stop();
+
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t i = 1; i < read_at.size(); ++i) {
+    // The feed starts reads a read interval apart; a read's own time may
+    // shorten the gap its sink sees, never by half of it.
+    CHECK(read_at[i] - read_at[i - 1] >= milliseconds(500));
+  }
 }
