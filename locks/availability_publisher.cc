@@ -51,6 +51,10 @@ void AvailabilityPublisher::Run() {
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !paintings_.empty() || !reservations_.empty(); });
     if (paintings_.empty() && reservations_.empty()) return;  // stopping, nothing left
+    // What is queued until the interval is up goes in this batch too; a
+    // stop sends at once.
+    wake_.wait_until(lock, last_batch_ + kBatchInterval, [&] { return stopping_; });
+    last_batch_ = std::chrono::steady_clock::now();
     std::set<std::string> paintings, reservations;
     paintings.swap(paintings_);
     reservations.swap(reservations_);

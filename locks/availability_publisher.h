@@ -9,8 +9,10 @@
 // thread sends them in one statement (its own transaction) per batch with
 // synchronous_commit off: no buyer's request waits for it, and the notify
 // lock is held only while the commit record is written, never through an
-// fsync. Ids queued while a batch is being sent are coalesced into the next,
-// so a burst of writes costs a few notifying commits, not one each.
+// fsync. Batches begin at most one per kBatchInterval: ids queued meanwhile,
+// and while a batch is being sent, go out together in the next, so a burst
+// of writes costs at most 50 notifying commits a second, not one each (each
+// also wakes every gateway's listener).
 //
 // A publish can be lost: the process dies between commit and publish, the
 // database is unreachable when the batch is sent (the batch is logged and
@@ -22,6 +24,7 @@
 // so a short-lived process (paintlockctl) publishes before it exits.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -35,6 +38,10 @@ class Database;
 
 class AvailabilityPublisher {
  public:
+  // The least time between two batches' starts; a change reaches the
+  // listeners at most this much later than it would unbatched.
+  static constexpr std::chrono::milliseconds kBatchInterval{20};
+
   explicit AvailabilityPublisher(Database& db);
   ~AvailabilityPublisher();
   AvailabilityPublisher(const AvailabilityPublisher&) = delete;
@@ -62,6 +69,8 @@ class AvailabilityPublisher {
   unsigned long long queued_batches_ = 0;  // guarded by mu_: batches begun
   unsigned long long sent_batches_ = 0;    // guarded by mu_: batches finished
   bool stopping_ = false;                  // guarded by mu_
+
+  std::chrono::steady_clock::time_point last_batch_;  // the thread's own
   std::thread thread_;
 };
 
