@@ -118,13 +118,12 @@ void AvailabilityFeed::Listen(bool* connected) {
     pqxx::connection c(options_.database.url);
     ApplySessionSettings(c, options_.database, "paintlock-availability");
     SetKeepalives(c.sock());
-    std::set<std::string> notified;
-    IdReceiver receiver(c, &notified);  // LISTEN, before the first read
+    std::set<std::string> due;     // notified or lapsed, not read yet
+    IdReceiver receiver(c, &due);  // LISTEN, before the first read
     lapse_due_.clear();
     Read(c, {});
     auto last_full_read = steady_clock::now();
     auto last_read = last_full_read;
-    std::set<std::string> due;  // notified or lapsed, not read yet
     *connected = true;
     base::LogInfo("availability_listening",
                   {{"channel", kChannel}, {"backend_pid", c.backendpid()}});
@@ -134,22 +133,23 @@ void AvailabilityFeed::Listen(bool* connected) {
       // never make the socket readable again.
       c.get_notifs();
       auto now = steady_clock::now();
-      due.insert(notified.begin(), notified.end());
-      notified.clear();
       for (const auto& [id, lapses] : lapse_due_) {
         if (lapses <= now) due.insert(id);
       }
+      // What is in `due` is taken before a read: anything notified while it
+      // runs stays for the next.
       if (now - last_full_read >= options_.full_read_interval) {
+        due.clear();
         Read(c, {});
         last_full_read = last_read = now;
-        due.clear();
         continue;
       }
       const auto read_at = last_read + options_.read_interval;
       if (!due.empty() && now >= read_at) {
-        Read(c, due);
+        std::set<std::string> ids;
+        ids.swap(due);
+        Read(c, ids);
         last_read = now;
-        due.clear();
         continue;
       }
       auto next = last_full_read + options_.full_read_interval;
