@@ -164,7 +164,7 @@ void AvailabilityFeed::Listen(bool* connected) {
       poll(fds, 2, static_cast<int>(std::max<std::int64_t>(wait.count(), 0)));
     }
   } catch (const pqxx::broken_connection& e) {
-    base::LogWarn("availability_listener_lost", {{"error", e.what()}});
+    base::LogWarn("availability_listener_lost", {{"error", BrokenConnectionDetail(e)}});
   } catch (const pqxx::sql_error& e) {
     base::LogError("availability_listener_failed",
                    {{"error", e.what()},

@@ -155,22 +155,12 @@ bool IsUnavailableState(const std::string& sqlstate) {
          sqlstate.rfind("53", 0) == 0 || sqlstate == "25P03";
 }
 
-namespace {
-
-// What a broken connection's exception tells the log. libpqxx 6 asks for the
-// client encoding before it looks at a statement's result, so a connection
-// the server or a pooler closed while a statement ran (PostgreSQL shutting
-// down, PgBouncer giving up at query_wait_timeout) surfaces as "Could not
-// obtain client encoding: not connected.", and the server's own reason, held
-// inside the connection, is not passed on.
 std::string BrokenConnectionDetail(const pqxx::broken_connection& e) {
   const std::string what = e.what();
   if (what.rfind("Could not obtain client encoding", 0) != 0) return what;
   return "the connection was closed while the statement ran (by the server, or a pooler such "
          "as PgBouncer; libpqxx 6 does not pass on its reason)";
 }
-
-}  // namespace
 
 std::optional<DbFailure> Database::RunErased(const char* what, Effect effect,
                                              const std::function<void(pqxx::connection&)>& fn) {

@@ -103,6 +103,14 @@ std::string SessionSettingsSql(const DatabaseOptions& options, const std::string
 // connection, a timeout, a shutdown, no resources): kUnavailable.
 bool IsUnavailableState(const std::string& sqlstate);
 
+// What a broken connection's exception tells the log. libpqxx 6 asks for the
+// client encoding before it looks at a statement's result, so a connection
+// the server or a pooler closed while a statement ran (PostgreSQL shutting
+// down, PgBouncer giving up at query_wait_timeout) surfaces as "Could not
+// obtain client encoding: not connected.", and the server's own reason, held
+// inside the connection, is not passed on. Other messages pass unchanged.
+std::string BrokenConnectionDetail(const pqxx::broken_connection& e);
+
 // The connection string with any password replaced by "***", for logs.
 std::string RedactConnectionString(const std::string& url);
 
