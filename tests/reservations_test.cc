@@ -268,10 +268,19 @@ TEST_CASE(
   pqxx::connection session(db.url());
   auto reserve = [&](const std::string& painting) {
     pqxx::nontransaction n(session);
+    // The counts below are the backend's since its last report: report now
+    // (when the backend is next idle), so that they are this reserve's alone.
+    n.exec("SELECT pg_stat_force_next_flush()");
     return n.exec("SELECT outcome FROM paintlock_reserve_on_sale(ARRAY['" + painting +
                   "'], interval '60 seconds', NULL, NULL, NULL); "
                   "SELECT pg_stat_get_xact_numscans('reservations'::regclass) AS reservations_seq, "
-                  "       pg_stat_get_xact_numscans('painting_locks'::regclass) AS locks_seq");
+                  "       pg_stat_get_xact_numscans('painting_locks'::regclass) AS locks_seq, "
+                  "       pg_stat_get_xact_tuples_returned('reservations_pkey'::regclass) "
+                  "         AS reservations_read_by_id, "
+                  "       pg_stat_get_xact_tuples_returned('painting_locks_pkey'::regclass) "
+                  "         AS locks_read_by_id, "
+                  "       pg_stat_get_xact_tuples_returned('paintings_pkey'::regclass) "
+                  "         AS paintings_read_by_id");
   };
   // Enough calls for the plan cache to settle on its plans while empty.
   for (int i = 1; i <= 8; ++i) REQUIRE(reserve("h" + std::to_string(i)).size() == 1);
@@ -289,6 +298,10 @@ TEST_CASE(
     const pqxx::result scans = reserve(painting);
     CHECK(scans[0]["reservations_seq"].as<long>() == 0);
     CHECK(scans[0]["locks_seq"].as<long>() == 0);
+    // Nor by walking the whole primary key: a full index scan is no seq scan.
+    CHECK(scans[0]["reservations_read_by_id"].as<long>() < 10);
+    CHECK(scans[0]["locks_read_by_id"].as<long>() < 10);
+    CHECK(scans[0]["paintings_read_by_id"].as<long>() < 10);
   }
   CHECK(db.Scalar("SELECT count(*) FROM painting_locks l JOIN reservations r ON r.id = l.holder "
                   "WHERE l.painting_id = 'h20' AND r.buyer_ref IS NULL AND r.state = 'held'") ==
