@@ -180,6 +180,20 @@ void LaunchAfterLongHistory(TestDatabase& db) {
       "FROM generate_series(1, 500)");
 }
 
+// The shop gets busy: 2,000 holds, on paintings h101…h2100, that the
+// statistics do not know of.
+void HoldsArriveUnanalysed(TestDatabase& db) {
+  db.Exec(
+      "WITH r AS (INSERT INTO reservations (id, held_until, amount_minor, currency) "
+      "           SELECT gen_random_uuid(), now() + interval '1 hour', 1000, 'eur' "
+      "             FROM generate_series(1, 2000) RETURNING id), "
+      "     n AS (SELECT id, 'h' || (100 + row_number() OVER ()) AS painting FROM r), "
+      "     i AS (INSERT INTO reservation_items (reservation_id, painting_id, fence, price_minor) "
+      "           SELECT id, painting, 1, 1000 FROM n RETURNING 1) "
+      "UPDATE painting_locks l SET holder = n.id, held_until = now() + interval '1 hour', "
+      "       fence = 1 FROM n WHERE l.painting_id = n.painting");
+}
+
 // The index scans the transaction so far made on reservations, by index.
 constexpr const char* kReservationScans =
     "SELECT pg_stat_get_xact_numscans('reservations_live'::regclass) AS live, "
@@ -284,16 +298,7 @@ TEST_CASE(
   };
   // Enough calls for the plan cache to settle on its plans while empty.
   for (int i = 1; i <= 8; ++i) REQUIRE(reserve("h" + std::to_string(i)).size() == 1);
-  // The shop gets busy: 2,000 holds the statistics do not know of.
-  db.Exec(
-      "WITH r AS (INSERT INTO reservations (id, held_until, amount_minor, currency) "
-      "           SELECT gen_random_uuid(), now() + interval '1 hour', 1000, 'eur' "
-      "             FROM generate_series(1, 2000) RETURNING id), "
-      "     n AS (SELECT id, 'h' || (100 + row_number() OVER ()) AS painting FROM r), "
-      "     i AS (INSERT INTO reservation_items (reservation_id, painting_id, fence, price_minor) "
-      "           SELECT id, painting, 1, 1000 FROM n RETURNING 1) "
-      "UPDATE painting_locks l SET holder = n.id, held_until = now() + interval '1 hour', "
-      "       fence = 1 FROM n WHERE l.painting_id = n.painting");
+  HoldsArriveUnanalysed(db);
   for (const std::string painting : {"h20", "h150"}) {  // free, and held by one of them
     const pqxx::result scans = reserve(painting);
     CHECK(scans[0]["reservations_seq"].as<long>() == 0);
@@ -306,6 +311,71 @@ TEST_CASE(
   CHECK(db.Scalar("SELECT count(*) FROM painting_locks l JOIN reservations r ON r.id = l.holder "
                   "WHERE l.painting_id = 'h20' AND r.buyer_ref IS NULL AND r.state = 'held'") ==
         "1");
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "a session attached, a webhook applied and a hold released read reservations by key after "
+    "the shop grew unanalysed") {
+  TestDatabase db;
+  db.Exec(
+      "INSERT INTO paintings (id, title, price_minor, currency) "
+      "SELECT 'h' || i, 'Painting h' || i, 1000, 'eur' FROM generate_series(1, 3000) i");
+  db.Exec("VACUUM ANALYZE");
+  // One connection: one backend, whose plans are kept. Each call runs more
+  // than five times, after which the default plan cache mode keeps a generic plan.
+  pqxx::connection session(db.url());
+  auto run = [&](const std::string& sql) {
+    pqxx::nontransaction n(session);
+    return n.exec(sql);
+  };
+  auto reserve = [&](const std::string& painting) {
+    const pqxx::result r =
+        run("SELECT reservation_id FROM paintlock_reserve_on_sale(ARRAY['" + painting +
+            "'], interval '60 seconds', NULL, NULL, NULL) WHERE outcome = 'granted'");
+    REQUIRE(r.size() == 1);
+    return r[0][0].as<std::string>();
+  };
+  auto attach = [&](const std::string& id, const std::string& cs) {
+    return "SELECT paintlock_attach_session('" + id + "', '" + cs +
+           "', now() + interval '30 minutes')";
+  };
+  auto paid = [&](const std::string& id, const std::string& cs) {
+    return "SELECT * FROM paintlock_apply_session('evt_" + cs +
+           "', 'checkout.session.completed', '" + cs + "', '" + id +
+           "', 'complete', 'paid', NULL, 'webhook', interval '1 hour')";
+  };
+  auto release = [&](const std::string& id) {
+    return "SELECT paintlock_release('" + id + "', 'test', 'test')";
+  };
+  for (int i = 1; i <= 14; ++i) {
+    const std::string id = reserve("h" + std::to_string(i));
+    const std::string cs = "cs_warm_" + std::to_string(i);
+    run(attach(id, cs));
+    run(i % 2 == 0 ? release(id) : paid(id, cs));
+  }
+  HoldsArriveUnanalysed(db);
+  // Each call with the backend's reads since its last report, reported just
+  // before (pg_stat_force_next_flush: when the backend is next idle).
+  auto reads = [&](const std::string& call) {
+    run("SELECT pg_stat_force_next_flush()");
+    return run(call +
+               "; SELECT pg_stat_get_xact_numscans('reservations'::regclass) AS reservations_seq, "
+               "pg_stat_get_xact_numscans('reservation_items'::regclass) AS items_seq, "
+               "pg_stat_get_xact_tuples_returned('reservations_pkey'::regclass) AS by_id")[0];
+  };
+  const std::string sold = reserve("h50");
+  const std::string dropped = reserve("h51");
+  for (const std::string& call :
+       {attach(sold, "cs_sold"), paid(sold, "cs_sold"), release(dropped)}) {
+    CAPTURE(call);
+    const pqxx::row r = reads(call);
+    CHECK(r["reservations_seq"].as<long>() == 0);
+    CHECK(r["items_seq"].as<long>() == 0);
+    CHECK(r["by_id"].as<long>() < 10);
+  }
+  CHECK(db.Scalar("SELECT state FROM reservations WHERE id = '" + sold + "'") == "sold");
+  CHECK(db.Scalar("SELECT state FROM reservations WHERE id = '" + dropped + "'") == "released");
   CheckInvariants(db);
 }
 
