@@ -303,10 +303,11 @@ TEST_CASE(
     const pqxx::result scans = reserve(painting);
     CHECK(scans[0]["reservations_seq"].as<long>() == 0);
     CHECK(scans[0]["locks_seq"].as<long>() == 0);
-    // Nor by walking the whole primary key: a full index scan is no seq scan.
-    CHECK(scans[0]["reservations_read_by_id"].as<long>() < 10);
-    CHECK(scans[0]["locks_read_by_id"].as<long>() < 10);
-    CHECK(scans[0]["paintings_read_by_id"].as<long>() < 10);
+    // Nor by walking a whole primary key (a full index scan is no seq scan):
+    // a walk reads thousands of entries, a reserve by key reads 1-7 of each.
+    CHECK(scans[0]["reservations_read_by_id"].as<long>() < 50);
+    CHECK(scans[0]["locks_read_by_id"].as<long>() < 50);
+    CHECK(scans[0]["paintings_read_by_id"].as<long>() < 50);
   }
   CHECK(db.Scalar("SELECT count(*) FROM painting_locks l JOIN reservations r ON r.id = l.holder "
                   "WHERE l.painting_id = 'h20' AND r.buyer_ref IS NULL AND r.state = 'held'") ==
@@ -372,7 +373,7 @@ TEST_CASE(
     const pqxx::row r = reads(call);
     CHECK(r["reservations_seq"].as<long>() == 0);
     CHECK(r["items_seq"].as<long>() == 0);
-    CHECK(r["by_id"].as<long>() < 10);
+    CHECK(r["by_id"].as<long>() < 50);  // by key: 2-7 entries; a walk reads thousands
   }
   CHECK(db.Scalar("SELECT state FROM reservations WHERE id = '" + sold + "'") == "sold");
   CHECK(db.Scalar("SELECT state FROM reservations WHERE id = '" + dropped + "'") == "released");

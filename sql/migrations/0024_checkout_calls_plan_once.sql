@@ -11,7 +11,7 @@
 -- attach scanned reservations once, a completed-session webhook four times
 -- (and reservation_items twice), a release three times. With the settings of
 -- the reserve (0020), the credit functions (0021) and paintlock_unhold (0022):
--- none, each row read through its primary key (2–6 index entries a call).
+-- none, each row read through its primary key (2–7 index entries a call).
 -- The settings hold for the functions these call too.
 --
 -- enable_seqscan = off does not forbid a walk over a whole index (0023), so
