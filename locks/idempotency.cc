@@ -39,15 +39,16 @@ DbResult<bool> IdempotencyStore::Record(const std::string& key, const std::strin
                                         const IdempotentAnswer& answer) {
   return db_.Run("idempotency_record", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return Exec(n, "idempotency_record", key, claim, answer.status, answer.body, answer.location)
-               .affected_rows() == 1;
+    return Exec1(n, "idempotency_record", key, claim, answer.status, answer.body,
+                 answer.location)["recorded"]
+        .as<bool>();
   });
 }
 
 DbResult<bool> IdempotencyStore::Forget(const std::string& key, const std::string& claim) {
   return db_.RunIdempotent("idempotency_forget", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return Exec(n, "idempotency_forget", key, claim).affected_rows() == 1;
+    return Exec1(n, "idempotency_forget", key, claim)["forgotten"].as<bool>();
   });
 }
 

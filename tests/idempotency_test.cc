@@ -5,9 +5,11 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <pqxx/pqxx>
 #include <set>
 
+#include "locks/statements.h"
 #include "tests/support/admin_fixture.h"
 #include "tests/support/harness.h"
 
@@ -297,4 +299,68 @@ TEST_CASE("idempotency: paintlockctl sweep deletes keys older than 24 hours, onl
   CHECK(db.Scalar("SELECT string_agg(key, ',' ORDER BY key) FROM idempotency_keys") ==
         "almost,fresh");
   CHECK(Count(db, "reservations") == "3");
+}
+
+TEST_CASE(
+    "idempotency: claims, records and forgets read the key by index after the table grew "
+    "unanalysed") {
+  TestDatabase db;
+  // Analysed empty, as a shop's first keys leave it; no autovacuum to re-plan midway.
+  db.Exec("ALTER TABLE idempotency_keys SET (autovacuum_enabled = off)");
+  db.Exec("VACUUM ANALYZE idempotency_keys");
+  // One connection with the gateway's named statements, whose plans it keeps.
+  pqxx::connection session(db.url());
+  paintlock::locks::PrepareNamedQueries(session);
+  const std::string a(64, 'a');
+  const std::string b(64, 'b');
+  auto claim = [&](pqxx::transaction_base& t, const std::string& key,
+                   const std::string& fingerprint) {
+    return t.exec_prepared1("idempotency_claim", key, fingerprint, "checkout", "c-" + key, 60)[0]
+        .as<std::string>();
+  };
+  auto record = [&](pqxx::transaction_base& t, const std::string& key) {
+    t.exec_prepared("idempotency_record", key, "c-" + key, 201, "{}", "");
+  };
+  auto forget = [&](pqxx::transaction_base& t, const std::string& key) {
+    t.exec_prepared("idempotency_forget", key, "c-" + key);
+  };
+  // `call` in a transaction of its own; returns the sequential scans of
+  // idempotency_keys that transaction made. The count is the backend's since
+  // it last reported, so it reports first (when next idle).
+  auto scans_of = [&](const std::function<void(pqxx::transaction_base&)>& call) {
+    {
+      pqxx::nontransaction n(session);
+      n.exec("SELECT pg_stat_force_next_flush()");
+    }
+    pqxx::work t(session);
+    call(t);
+    const long scans =
+        t.exec1("SELECT pg_stat_get_xact_numscans('idempotency_keys'::regclass)")[0].as<long>();
+    t.commit();
+    return scans;
+  };
+  // More than five calls each: the plan cache keeps its generic plans.
+  for (int i = 1; i <= 8; ++i) {
+    const std::string key = "warm-" + std::to_string(i);
+    const std::string gone = "gone-" + std::to_string(i);
+    scans_of([&](pqxx::transaction_base& t) {
+      REQUIRE(claim(t, key, a) == "claimed");
+      REQUIRE(claim(t, key, b) == "reused");  // an existing key: read and locked by the claim
+      record(t, key);
+      REQUIRE(claim(t, gone, a) == "claimed");
+      forget(t, gone);
+    });
+  }
+  db.Exec(
+      "INSERT INTO idempotency_keys (key, fingerprint, route, state, claim, locked_until) "
+      "SELECT 'bulk-' || i, repeat('a', 64), 'checkout', 'in_progress', 'c', now() "
+      "FROM generate_series(1, 5000) i");
+  CHECK(scans_of([&](auto& t) { REQUIRE(claim(t, "new", a) == "claimed"); }) == 0);
+  CHECK(scans_of([&](auto& t) { REQUIRE(claim(t, "new", b) == "reused"); }) == 0);
+  CHECK(scans_of([&](auto& t) { record(t, "new"); }) == 0);
+  CHECK(scans_of([&](auto& t) { REQUIRE(claim(t, "dropped", a) == "claimed"); }) == 0);
+  CHECK(scans_of([&](auto& t) { forget(t, "dropped"); }) == 0);
+  CHECK(db.Scalar("SELECT state || ' ' || status FROM idempotency_keys WHERE key = 'new'") ==
+        "done 201");
+  CHECK(db.Scalar("SELECT count(*) FROM idempotency_keys WHERE key = 'dropped'") == "0");
 }
