@@ -325,13 +325,9 @@ TEST_CASE(
     t.exec_prepared("idempotency_forget", key, "c-" + key);
   };
   // `call` in a transaction of its own; returns the sequential scans of
-  // idempotency_keys that transaction made. The count is the backend's since
-  // it last reported, so it reports first (when next idle).
+  // idempotency_keys that transaction made.
   auto scans_of = [&](const std::function<void(pqxx::transaction_base&)>& call) {
-    {
-      pqxx::nontransaction n(session);
-      n.exec("SELECT pg_stat_force_next_flush()");
-    }
+    ReportStatisticsNow(session);
     pqxx::work t(session);
     call(t);
     const long scans =

@@ -281,10 +281,8 @@ TEST_CASE(
   // One connection: one backend, whose plans for the reserve are kept.
   pqxx::connection session(db.url());
   auto reserve = [&](const std::string& painting) {
+    ReportStatisticsNow(session);  // the counts below are then this reserve's alone
     pqxx::nontransaction n(session);
-    // The counts below are the backend's since its last report: report now
-    // (when the backend is next idle), so that they are this reserve's alone.
-    n.exec("SELECT pg_stat_force_next_flush()");
     return n.exec("SELECT outcome FROM paintlock_reserve_on_sale(ARRAY['" + painting +
                   "'], interval '60 seconds', NULL, NULL, NULL); "
                   "SELECT pg_stat_get_xact_numscans('reservations'::regclass) AS reservations_seq, "
@@ -356,10 +354,9 @@ TEST_CASE(
     run(i % 2 == 0 ? release(id) : paid(id, cs));
   }
   HoldsArriveUnanalysed(db);
-  // Each call with the backend's reads since its last report, reported just
-  // before (pg_stat_force_next_flush: when the backend is next idle).
+  // Each call with its own reads.
   auto reads = [&](const std::string& call) {
-    run("SELECT pg_stat_force_next_flush()");
+    ReportStatisticsNow(session);
     return run(call +
                "; SELECT pg_stat_get_xact_numscans('reservations'::regclass) AS reservations_seq, "
                "pg_stat_get_xact_numscans('reservation_items'::regclass) AS items_seq, "

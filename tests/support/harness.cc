@@ -269,6 +269,12 @@ std::vector<std::string> TestDatabase::InvariantViolations() {
   return out;
 }
 
+void ReportStatisticsNow(pqxx::connection_base& c) {
+  pqxx::nontransaction n(c);
+  n.exec("SELECT pg_stat_force_next_flush()");
+  n.commit();
+}
+
 void CheckInvariants(TestDatabase& db) {
   const auto violations = db.InvariantViolations();
   std::string all;

@@ -54,6 +54,11 @@ std::string InvariantsSql();
 // every violation. Integration tests end with it.
 void CheckInvariants(TestDatabase& db);
 
+// Has c's backend report its statistics when it is next idle, which empties
+// its unreported counts: pg_stat_get_xact_* on c then count only what c runs
+// after this call (a backend reports on its own at most once a second).
+void ReportStatisticsNow(pqxx::connection_base& c);
+
 std::string AdminUrl();
 std::string BuildDir();
 std::string SourceDir();
