@@ -138,7 +138,10 @@ TEST_CASE_FIXTURE(ShopFixture,
   shop.stripe.Control("POST", "/_test/sessions/" + session + "/refund");
   REQUIRE(Eventually([&] { return Outcome(db, "charge.refunded") == "unknown_payment_intent"; }));
   CHECK(State(db, id) == "held");
-  CHECK(shop.gateway.process().Log().find("charge_event_unmatched") != std::string::npos);
+  // The log's writer thread writes lines after the fact (base/log.cc): awaited.
+  CHECK(Eventually([&] {
+    return shop.gateway.process().Log().find("charge_event_unmatched") != std::string::npos;
+  }));
 
   // The completion, late: sold and at once refunded, never "sold" to anyone.
   const auto completed = EventIds(shop, "checkout.session.completed");

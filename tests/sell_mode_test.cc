@@ -109,7 +109,10 @@ TEST_CASE("sell mode: database down, checkout 201 from the snapshot, the webhook
   Reply ready = Request(shop.gateway.base(), "GET", "/readyz");
   CHECK(ready.status == 200);
   CHECK(ready.json["database"] == "unavailable");
-  CHECK(shop.gateway.process().Log().find("\"offline_checkout_created\"") != std::string::npos);
+  // The log's writer thread writes lines after the fact (base/log.cc): awaited.
+  CHECK(Eventually([&] {
+    return shop.gateway.process().Log().find("\"offline_checkout_created\"") != std::string::npos;
+  }));
 
   // The buyer pays; the webhook cannot be applied yet and says so (Stripe retries).
   Pay(shop, session);
