@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "locks/statements.h"
 #include "tests/support/harness.h"
 #include "tests/support/raw_client.h"
 
@@ -180,6 +181,14 @@ void LaunchAfterLongHistory(TestDatabase& db) {
       "FROM generate_series(1, 500)");
 }
 
+// A new shop: 3,000 paintings, no reservation yet, and statistics that say so.
+void OpenShopAnalysed(TestDatabase& db) {
+  db.Exec(
+      "INSERT INTO paintings (id, title, price_minor, currency) "
+      "SELECT 'h' || i, 'Painting h' || i, 1000, 'eur' FROM generate_series(1, 3000) i");
+  db.Exec("VACUUM ANALYZE");
+}
+
 // The shop gets busy: 2,000 holds, on paintings h101…h2100, that the
 // statistics do not know of.
 void HoldsArriveUnanalysed(TestDatabase& db) {
@@ -317,10 +326,7 @@ TEST_CASE(
     "a session attached, a webhook applied and a hold released read reservations by key after "
     "the shop grew unanalysed") {
   TestDatabase db;
-  db.Exec(
-      "INSERT INTO paintings (id, title, price_minor, currency) "
-      "SELECT 'h' || i, 'Painting h' || i, 1000, 'eur' FROM generate_series(1, 3000) i");
-  db.Exec("VACUUM ANALYZE");
+  OpenShopAnalysed(db);
   // One connection: one backend, whose plans are kept. Each call runs more
   // than five times, after which the default plan cache mode keeps a generic plan.
   pqxx::connection session(db.url());
@@ -417,6 +423,38 @@ TEST_CASE(
   CHECK(db.Scalar("SELECT count(*) FROM painting_locks WHERE holder IS NOT NULL OR held_until IS "
                   "NOT NULL") == "0");
   CheckInvariants(db);
+}
+
+TEST_CASE(
+    "an availability publish reads the paintings of its reservations by key after the shop grew "
+    "unanalysed") {
+  TestDatabase db;
+  OpenShopAnalysed(db);
+  // One connection with the gateway's own statement, named as the publisher's
+  // is: after five calls its plan is kept (made here on an empty shop).
+  pqxx::connection session(db.url());
+  session.prepare("availability_publish", paintlock::locks::NamedQuerySql("availability_publish"));
+  for (int i = 1; i <= 8; ++i) {
+    pqxx::nontransaction n(session);
+    REQUIRE(n.exec_prepared("availability_publish", "{h" + std::to_string(i) + "}", "{}")[0][0]
+                .as<long>() == 1);
+  }
+  HoldsArriveUnanalysed(db);
+  const std::string held =
+      db.Scalar("SELECT reservation_id FROM reservation_items WHERE painting_id = 'h150'");
+  REQUIRE_FALSE(held.empty());
+  ReportStatisticsNow(session);
+  // The publish and its own reads in one transaction: h1, h2 and the held h150.
+  pqxx::work w(session);
+  const long sent =
+      w.exec_prepared("availability_publish", "{h1,h2}", "{" + held + "}")[0][0].as<long>();
+  const pqxx::row reads = w.exec1(
+      "SELECT pg_stat_get_xact_numscans('reservation_items'::regclass) AS items_seq, "
+      "       pg_stat_get_xact_tuples_returned('reservation_items_pkey'::regclass) AS by_key");
+  w.commit();
+  CHECK(sent == 3);
+  CHECK(reads["items_seq"].as<long>() == 0);
+  CHECK(reads["by_key"].as<long>() < 50);  // by key: the reservation's one item; a walk, 2,000
 }
 
 TEST_CASE("a reservation reports its state and can be released once") {
