@@ -482,7 +482,7 @@ TEST_CASE(
     CHECK(r.json.value("code", "") == "stripe_unavailable");
     CHECK(!r.Header("Retry-After").empty());
   }
-  CHECK(!gw.process().Events("stripe_budget_full").empty());
+  CHECK(Eventually([&] { return !gw.process().Events("stripe_budget_full").empty(); }));
   // Nothing stays held for a checkout that could not start.
   CHECK(db.Scalar("SELECT count(*) FROM reservations WHERE state = 'held'") == "0");
   CheckInvariants(db);

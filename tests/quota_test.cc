@@ -132,7 +132,7 @@ TEST_CASE(
   CHECK(QuotaUsed(db) == "5");
   // The raw address is never stored: the subject is a keyed hash.
   CHECK(db.Scalar("SELECT count(*) FROM quota_usage WHERE subject LIKE '%127.0.0.1%'") == "0");
-  CHECK(gw.process().Log().find("127.0.0.1\"") == std::string::npos);
+  CHECK(gw.LogUpToNow().find("127.0.0.1\"") == std::string::npos);
   CheckInvariants(db);
 }
 

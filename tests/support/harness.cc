@@ -398,6 +398,22 @@ Gateway::Gateway(const TestDatabase& db, const std::string& stripe_base, Gateway
   process_->WaitForPort();
 }
 
+std::string Gateway::LogUpToNow() {
+  static std::atomic<int> marks{0};
+  const std::string mark = "log-up-to-now-" + std::to_string(++marks);
+  const Reply health = Request(base(), "GET", "/healthz", "", "", {{"X-Request-Id", mark}});
+  if (health.status != 200) throw std::runtime_error("GET /healthz for the log: no 200");
+  const std::string line = "\"request_id\":\"" + mark + "\"";
+  std::string log;
+  if (!Eventually([&] {
+        log = process_->Log();
+        return log.find(line) != std::string::npos;
+      })) {
+    throw std::runtime_error("the gateway never logged request " + mark);
+  }
+  return log;
+}
+
 std::string Reply::Header(const std::string& name) const {
   auto it = headers.find(name);
   return it == headers.end() ? "" : it->second;

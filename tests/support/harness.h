@@ -125,6 +125,14 @@ class Gateway {
   int port() const { return port_; }
   std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
   Process& process() { return *process_; }
+  // Everything the gateway has logged up to now. Its log lines reach the file
+  // from a writer thread, up to 100 ms after they were logged (base/log.cc),
+  // so process().Log() may not hold them yet, and a check that a line is
+  // absent could pass for that reason alone. This asks GET /healthz with a
+  // request id of its own and waits for that request's access line: the
+  // writer keeps the order, so every line logged before is then in the file.
+  // Needs the info level (the default); throws if the line never comes.
+  std::string LogUpToNow();
 
  private:
   std::unique_ptr<Process> process_;
