@@ -315,7 +315,7 @@ void AsyncPool::Fail(Conn& c, const std::string& why) {
   Dispatch();
 }
 
-void AsyncPool::Submit(int statement, std::vector<std::string> params, Done done,
+void AsyncPool::Submit(int statement, std::vector<Param> params, Done done,
                        std::function<bool()> wanted) {
   queue_.push_back(
       {statement, std::move(params), std::move(done), std::move(wanted), Clock::now(), false});
@@ -354,7 +354,7 @@ void AsyncPool::Send(Conn& c) {
   const Job& job = c.job;
   std::vector<const char*> values;
   values.reserve(job.params.size());
-  for (const std::string& p : job.params) values.push_back(p.c_str());
+  for (const Param& p : job.params) values.push_back(p ? p->c_str() : nullptr);
   const auto& [name, sql] = options_.statements.at(static_cast<std::size_t>(job.statement));
   const int n = static_cast<int>(values.size());
   const int queued =

@@ -43,6 +43,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,7 @@ class AsyncPool {
  public:
   using Clock = std::chrono::steady_clock;
   using Done = std::function<void(AsyncReply)>;
+  using Param = std::optional<std::string>;  // nullopt: NULL
 
   // Starts connecting every connection at once (nothing blocks).
   AsyncPool(AsyncPoolOptions options, AsyncLoop& loop);
@@ -127,12 +129,12 @@ class AsyncPool {
   AsyncPool& operator=(const AsyncPool&) = delete;
 
   // Queues statement `statement` (an index into options.statements) with its
-  // parameters (text format); `done` is called exactly once, on this thread:
+  // parameters (text format, or NULL); `done` is called exactly once, on this thread:
   // usually from OnEvent or Tick, before Submit returns only if the statement
   // failed at once (its connection broke as it was sent, twice). If `wanted`
   // is given, it is asked just before the statement is sent; false drops the
   // statement unrun, and then `done` is never called (nobody is waiting).
-  void Submit(int statement, std::vector<std::string> params, Done done,
+  void Submit(int statement, std::vector<Param> params, Done done,
               std::function<bool()> wanted = nullptr);
 
   // An event for a tag the pool passed to AsyncLoop::Watch.
@@ -158,7 +160,7 @@ class AsyncPool {
  private:
   struct Job {
     int statement = 0;
-    std::vector<std::string> params;
+    std::vector<Param> params;
     Done done;
     std::function<bool()> wanted;
     Clock::time_point queued;

@@ -1,6 +1,7 @@
 #include "locks/rate_limits.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "locks/row_columns.h"
 #include "locks/statements.h"
@@ -50,8 +51,10 @@ void RateLimiter::TakeAsync(AsyncPool& pool, int statement, const std::string& k
                             std::function<void(TakeOutcome)> done, std::function<bool()> wanted) {
   auto prepared = Prepare(key, bucket, cost);
   if (auto* early = std::get_if<TakeOutcome>(&prepared)) return done(std::move(*early));
-  auto params = std::get<std::vector<std::string>>(std::move(prepared));
-  std::string stored_key = params[0];
+  auto prepared_params = std::get<std::vector<std::string>>(std::move(prepared));
+  std::string stored_key = prepared_params[0];
+  std::vector<AsyncPool::Param> params(std::make_move_iterator(prepared_params.begin()),
+                                       std::make_move_iterator(prepared_params.end()));
   pool.Submit(
       statement, std::move(params),
       [key = std::move(stored_key), done = std::move(done)](AsyncReply reply) {
