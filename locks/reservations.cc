@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "locks/availability_publisher.h"
 #include "locks/lines.h"
+#include "locks/row_columns.h"
 #include "locks/statements.h"
 
 namespace paintlock::locks {
@@ -54,6 +55,77 @@ std::optional<std::string> NewReservationId() {
          "-" + h.substr(20);
 }
 
+namespace {
+
+// What paintlock_reserve's rows say (sql/queries/reserve.sql), row `i` read
+// through `row(i)`. Precedence when several paintings are in the way: an
+// unknown painting (404) before a sold or withdrawn one, that before a held
+// one, and take-over only when nothing else stands in the way.
+ReserveOutcome ReserveDecided(int rows, const std::function<Column(int)>& row) {
+  std::optional<std::variant<Sold, Withdrawn>> sold;
+  std::optional<Busy> busy;
+  TakeOverNeeded takeover;
+  std::map<std::string, std::int64_t> line_positions;
+  for (int i = 0; i < rows; ++i) {
+    const Column column = row(i);
+    const std::string outcome = column("outcome");
+    if (outcome == "granted") return Granted{column("reservation_id"), column("until")};
+    const std::string painting = column("painting_id");
+    if (outcome == "unknown") return Unknown{painting};
+    if (outcome == "sold" && !sold) sold = Sold{painting};
+    if (outcome == "withdrawn" && !sold) sold = Withdrawn{painting};
+    if (outcome == "busy" && !busy) {
+      busy = Busy{painting, column("until"), std::stoi(column("seconds_until"))};
+    }
+    if (const std::string position = column("line_position");
+        outcome == "in_line" && !position.empty()) {
+      line_positions[painting] = std::stoll(position);
+    }
+    if (outcome == "takeover") {
+      takeover.sessions.push_back(
+          {painting, column("reservation_id"), column("stripe_session_id")});
+    }
+  }
+  if (sold) return std::visit([](const auto& off) -> ReserveOutcome { return off; }, *sold);
+  if (busy) {
+    if (auto it = line_positions.find(busy->painting); it != line_positions.end()) {
+      busy->line_position = it->second;
+    }
+    return *busy;
+  }
+  if (!takeover.sessions.empty()) return takeover;
+  return DbFailure{DbFailureKind::kInternal, "paintlock_reserve returned no outcome"};
+}
+
+// A row of sql/queries/reservation_get.sql.
+ReservationView ViewOf(const Column& column) {
+  ReservationView v;
+  v.id = column("id");
+  v.state = column("state");
+  v.released_reason = column("released_reason");
+  v.held_until = column("held_until");
+  v.hold_live = column("hold_live") == "t";
+  v.holds = column("holds") == "t";
+  v.amount_minor = std::stoll(column("amount_minor"));
+  v.currency = column("currency");
+  v.stripe_session_id = column("stripe_session_id");
+  v.stripe_status = column("stripe_status");
+  v.created_at = column("created_at");
+  const std::string paintings = column("paintings");
+  v.paintings =
+      nlohmann::json::parse(paintings.empty() ? "[]" : paintings).get<std::vector<std::string>>();
+  return v;
+}
+
+// What sql/queries/release.sql's one column says.
+ReleaseOutcome ReleaseDecided(const std::string& state) {
+  if (state.empty()) return ReleaseOutcome{ReleaseResult::kNotFound, ""};
+  return ReleaseOutcome{state == "released" ? ReleaseResult::kReleased : ReleaseResult::kNotHeld,
+                        state};
+}
+
+}  // namespace
+
 ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintings,
                                          const std::optional<std::string>& buyer_ref,
                                          const std::optional<std::string>& line_token) {
@@ -72,48 +144,68 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
     return *failure;
   }
   const pqxx::result& r = std::get<pqxx::result>(rows);
+  ReserveOutcome outcome =
+      ReserveDecided(static_cast<int>(r.size()), [&r](int i) { return ColumnsOf(r, i); });
+  if (std::holds_alternative<Granted>(outcome)) db_.availability().PaintingsChanged(paintings);
+  return outcome;
+}
 
-  // Precedence when several paintings are in the way: an unknown painting
-  // (404) before a sold or withdrawn one, that before a held one, and take-over only
-  // when nothing else stands in the way.
-  std::optional<std::variant<Sold, Withdrawn>> sold;
-  std::optional<Busy> busy;
-  TakeOverNeeded takeover;
-  std::map<std::string, std::int64_t> line_positions;
-  for (const auto& row : r) {
-    const std::string outcome = row["outcome"].as<std::string>();
-    if (outcome == "granted") {
-      db_.availability().PaintingsChanged(paintings);
-      return Granted{row["reservation_id"].as<std::string>(), row["until"].as<std::string>()};
-    }
-    const std::string painting = row["painting_id"].as<std::string>();
-    if (outcome == "unknown") return Unknown{painting};
-    if (outcome == "sold" && !sold) sold = Sold{painting};
-    if (outcome == "withdrawn" && !sold) sold = Withdrawn{painting};
-    if (outcome == "busy" && !busy) {
-      busy = Busy{painting, row["until"].as<std::string>(), row["seconds_until"].as<int>()};
-    }
-    if (outcome == "in_line" && !row["line_position"].is_null()) {
-      line_positions[painting] = row["line_position"].as<std::int64_t>();
-    }
-    if (outcome == "takeover") {
-      takeover.sessions.push_back({painting, row["reservation_id"].as<std::string>(),
-                                   row["stripe_session_id"].as<std::string>()});
-    }
-  }
-  if (sold) return std::visit([](const auto& off) -> ReserveOutcome { return off; }, *sold);
-  if (busy) {
-    if (auto it = line_positions.find(busy->painting); it != line_positions.end()) {
-      busy->line_position = it->second;
-    }
-    return *busy;
-  }
-  if (!takeover.sessions.empty()) return takeover;
-  return DbFailure{DbFailureKind::kInternal, "paintlock_reserve returned no outcome"};
+void ReservationStore::ReserveAsync(AsyncPool& pool, ReserveStatements statements,
+                                    const std::vector<std::string>& paintings,
+                                    const std::optional<std::string>& buyer_ref,
+                                    const std::optional<std::string>& line_token,
+                                    std::function<void(ReserveOutcome)> done,
+                                    std::function<bool()> wanted) {
+  std::optional<std::string> line_digest;
+  if (line_token) line_digest = LineTokenDigest(*line_token);
+  const std::optional<std::string> id = NewReservationId();
+  pool.Submit(
+      statements.reserve,
+      {TextArrayLiteral(paintings), std::to_string(hold_ttl_.count()), buyer_ref, id, line_digest},
+      [this, &pool, statements, paintings, id, done = std::move(done)](AsyncReply reply) {
+        if (!reply.ok()) {
+          const DbFailure failure = reply.Failure("reserve");
+          if (!failure.may_have_committed || !id) return done(failure);
+          return RecoverAsync(
+              pool, statements.reservation_get, *id, failure,
+              std::chrono::steady_clock::now() + db_.options().outcome_lookup_patience, done);
+        }
+        ReserveOutcome outcome =
+            ReserveDecided(reply.rows(), [&reply](int i) { return ColumnsOf(reply, i); });
+        if (std::holds_alternative<Granted>(outcome)) {
+          db_.availability().PaintingsChanged(paintings);
+        }
+        done(std::move(outcome));
+      },
+      std::move(wanted));
+}
+
+void ReservationStore::RecoverAsync(AsyncPool& pool, int statement, const std::string& id,
+                                    const DbFailure& lost,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    std::function<void(ReserveOutcome)> done) {
+  // Patient as LookUp(): while the database cannot be reached, asked again
+  // until the deadline. No timer is needed: a statement waits in the pool's
+  // queue until a connection is back (reconnecting with back-off), or fails
+  // after the pool's queue timeout.
+  pool.Submit(statement, {id},
+              [this, &pool, statement, id, lost, deadline, done](AsyncReply reply) {
+                const auto found = ViewFrom(reply);
+                if (const auto* f = std::get_if<DbFailure>(&found);
+                    f && f->kind == DbFailureKind::kUnavailable &&
+                    std::chrono::steady_clock::now() < deadline) {
+                  return RecoverAsync(pool, statement, id, lost, deadline, done);
+                }
+                done(Recovered(id, lost, found));
+              });
 }
 
 ReserveOutcome ReservationStore::Recover(const std::string& id, const DbFailure& lost) {
-  auto found = LookUp(id);
+  return Recovered(id, lost, LookUp(id));
+}
+
+ReserveOutcome ReservationStore::Recovered(const std::string& id, const DbFailure& lost,
+                                           const DbResult<std::optional<ReservationView>>& found) {
   if (std::holds_alternative<DbFailure>(found)) return lost;  // still unknown: say so
   const auto& view = std::get<std::optional<ReservationView>>(found);
   if (!view) return DbFailure{DbFailureKind::kUnavailable, lost.detail};  // it never committed
@@ -144,17 +236,29 @@ DbResult<ReleaseOutcome> ReservationStore::Release(const std::string& reservatio
   // Idempotent: a second release finds the reservation released already.
   auto released = db_.RunIdempotent("release", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    pqxx::row row = Exec1(n, "release", reservation_id, reason, actor);
-    if (row[0].is_null()) return ReleaseOutcome{ReleaseResult::kNotFound, ""};
-    std::string state = row[0].as<std::string>();
-    return ReleaseOutcome{state == "released" ? ReleaseResult::kReleased : ReleaseResult::kNotHeld,
-                          state};
+    return ReleaseDecided(ColumnsOf(Exec1(n, "release", reservation_id, reason, actor))("state"));
   });
   if (const auto* o = std::get_if<ReleaseOutcome>(&released)) {
     if (o->result == ReleaseResult::kReleased)
       db_.availability().ReservationChanged(reservation_id);
   }
   return released;
+}
+
+void ReservationStore::ReleaseAsync(AsyncPool& pool, int statement,
+                                    const std::string& reservation_id, const std::string& reason,
+                                    const std::string& actor,
+                                    std::function<void(DbResult<ReleaseOutcome>)> done) {
+  if (!LooksLikeUuid(reservation_id)) return done(ReleaseOutcome{ReleaseResult::kNotFound, ""});
+  pool.Submit(statement, {reservation_id, reason, actor},
+              [this, reservation_id, done = std::move(done)](AsyncReply reply) {
+                if (!reply.ok() || reply.rows() != 1) return done(reply.Failure("release"));
+                const ReleaseOutcome o = ReleaseDecided(reply.Value(0, "state"));
+                if (o.result == ReleaseResult::kReleased) {
+                  db_.availability().ReservationChanged(reservation_id);
+                }
+                done(o);
+              });
 }
 
 DbResult<std::optional<ReservationView>> ReservationStore::LookUp(
@@ -169,23 +273,14 @@ DbResult<std::optional<ReservationView>> ReservationStore::Get(const std::string
     pqxx::nontransaction n(c);
     pqxx::result r = Exec(n, "reservation_get", reservation_id);
     if (r.empty()) return std::nullopt;
-    const auto& row = r[0];
-    ReservationView v;
-    v.id = row["id"].as<std::string>();
-    v.state = row["state"].as<std::string>();
-    v.released_reason = row["released_reason"].as<std::string>("");
-    v.held_until = row["held_until"].as<std::string>();
-    v.hold_live = row["hold_live"].as<bool>();
-    v.holds = row["holds"].as<bool>();
-    v.amount_minor = row["amount_minor"].as<std::int64_t>();
-    v.currency = row["currency"].as<std::string>();
-    v.stripe_session_id = row["stripe_session_id"].as<std::string>("");
-    v.stripe_status = row["stripe_status"].as<std::string>("");
-    v.created_at = row["created_at"].as<std::string>();
-    v.paintings = nlohmann::json::parse(row["paintings"].as<std::string>("[]"))
-                      .get<std::vector<std::string>>();
-    return v;
+    return ViewOf(ColumnsOf(r, 0));
   });
+}
+
+DbResult<std::optional<ReservationView>> ReservationStore::ViewFrom(const AsyncReply& reply) {
+  if (!reply.ok()) return reply.Failure("reservation_get");
+  if (reply.rows() == 0) return std::optional<ReservationView>();
+  return std::optional<ReservationView>(ViewOf(ColumnsOf(reply, 0)));
 }
 
 }  // namespace paintlock::locks

@@ -12,11 +12,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "locks/async_pool.h"
 #include "locks/database.h"
 
 namespace paintlock::locks {
@@ -95,6 +97,20 @@ class ReservationStore {
                          const std::optional<std::string>& buyer_ref,
                          const std::optional<std::string>& line_token = std::nullopt);
 
+  // Reserve() with asynchronous libpq (locks/async_pool.h), on `pool`'s
+  // thread: `done` gets the same outcome from the same statement. An outcome
+  // lost with the connection is looked up by its id (`reservation_get`) as
+  // patiently as LookUp(). `wanted`: as AsyncPool::Submit's.
+  struct ReserveStatements {
+    int reserve = 0;          // sql/queries/reserve.sql, in the pool's list
+    int reservation_get = 0;  // sql/queries/reservation_get.sql
+  };
+  void ReserveAsync(AsyncPool& pool, ReserveStatements statements,
+                    const std::vector<std::string>& paintings,
+                    const std::optional<std::string>& buyer_ref,
+                    const std::optional<std::string>& line_token,
+                    std::function<void(ReserveOutcome)> done, std::function<bool()> wanted);
+
   // Records the Stripe session on a reservation that still holds all of its
   // paintings; false if it lost them (the caller must expire the session).
   // Idempotent, so a connection that breaks under it is retried once.
@@ -105,6 +121,12 @@ class ReservationStore {
   // reservation is not released (kNotHeld, with its state).
   DbResult<ReleaseOutcome> Release(const std::string& reservation_id, const std::string& reason,
                                    const std::string& actor);
+
+  // Release() with asynchronous libpq (`statement`: sql/queries/release.sql in
+  // `pool`'s list), on the pool's thread.
+  void ReleaseAsync(AsyncPool& pool, int statement, const std::string& reservation_id,
+                    const std::string& reason, const std::string& actor,
+                    std::function<void(DbResult<ReleaseOutcome>)> done);
 
   // nullopt for an unknown id (or one that is not a UUID).
   DbResult<std::optional<ReservationView>> Get(const std::string& reservation_id);
@@ -120,6 +142,14 @@ class ReservationStore {
   // of it now (LookUp). Granted if it committed and still holds; `lost` if the
   // database cannot be asked.
   ReserveOutcome Recover(const std::string& id, const DbFailure& lost);
+  // What `found` (the look-up of `id`) makes of the outcome `lost`.
+  ReserveOutcome Recovered(const std::string& id, const DbFailure& lost,
+                           const DbResult<std::optional<ReservationView>>& found);
+  static DbResult<std::optional<ReservationView>> ViewFrom(const AsyncReply& reply);
+  // Recover() on `pool`, with `statement` (reservation_get) until `deadline`.
+  void RecoverAsync(AsyncPool& pool, int statement, const std::string& id, const DbFailure& lost,
+                    std::chrono::steady_clock::time_point deadline,
+                    std::function<void(ReserveOutcome)> done);
 
   Database& db_;
   const std::chrono::seconds hold_ttl_;

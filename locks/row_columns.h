@@ -24,6 +24,15 @@ inline Column ColumnsOf(const pqxx::row& row) {
 inline Column ColumnsOf(const AsyncReply& reply) {
   return [&reply](const char* name) { return reply.Value(0, name); };
 }
+// Row `i` of a result of several rows. The pqxx one keeps its row alive.
+inline Column ColumnsOf(const pqxx::result& result, int i) {
+  return [row = result[i]](const char* name) -> std::string {
+    return row[name].is_null() ? "" : row[name].c_str();
+  };
+}
+inline Column ColumnsOf(const AsyncReply& reply, int i) {
+  return [&reply, i](const char* name) { return reply.Value(i, name); };
+}
 
 // An asynchronous statement's reply as the outcome `decide` reads from its
 // one row, or as its failure (AsyncReply::Failure, naming `what`).
