@@ -116,7 +116,8 @@ bool ReactorApi::Wants(const std::string& method, const std::string& target) con
                      [&](const Route& r) { return r.Frames(path); });
 }
 
-bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) {
+bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present,
+                       ToWorkers /*to_workers: every outcome here is answered*/) {
   const Route* route = nullptr;
   for (const Route& r : routes_) {
     // The pattern fills req.matches as httplib would; the cheap frame first.

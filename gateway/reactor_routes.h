@@ -57,7 +57,8 @@ class ReactorApi : public edge::ReactorRoutes {
   void Start(locks::AsyncLoop& loop) override;
   void Stop() override;
   bool Wants(const std::string& method, const std::string& target) const override;
-  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) override;
+  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present,
+             ToWorkers to_workers) override;
   void OnEvent(void* tag, std::uint32_t events) override;
   void EventsRead(Clock::time_point wait_began) override;
   Clock::time_point Tick(Clock::time_point now) override;

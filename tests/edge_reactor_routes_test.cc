@@ -36,7 +36,8 @@ namespace {
 constexpr milliseconds kAnswerWithin{5000};
 
 // POST /now is answered inside Serve; POST /later once the test calls
-// Release(); anything else is left to the workers.
+// Release(); POST /handoff is passed to the workers then (ToWorkers);
+// anything else is left to the workers.
 class TestRoutes : public ReactorRoutes {
  public:
   TestRoutes() : release_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
@@ -52,9 +53,11 @@ class TestRoutes : public ReactorRoutes {
     stopped_ = true;
   }
   bool Wants(const std::string& method, const std::string& target) const override {
-    return method == "POST" && (target == "/now" || target == "/later" || target == "/hold");
+    return method == "POST" &&
+           (target == "/now" || target == "/later" || target == "/hold" || target == "/handoff");
   }
-  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present) override {
+  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present,
+             ToWorkers to_workers) override {
     Record("serve " + req->path);
     if (req->path == "/hold") {  // keeps the reactor here until the test lets go
       std::unique_lock<std::mutex> lock(mu_);
@@ -68,6 +71,9 @@ class TestRoutes : public ReactorRoutes {
     res.set_content(req->get_header_value("X-Name") + ":" + req->body, "text/plain");
     if (req->path == "/now") {
       answer(res);
+    } else if (req->path == "/handoff") {
+      handoffs_.push_back(std::move(to_workers));
+      ++waiting_count_;
     } else {
       waiting_.emplace_back(std::move(answer), std::move(res));
       ++waiting_count_;
@@ -79,8 +85,10 @@ class TestRoutes : public ReactorRoutes {
     std::uint64_t n;
     (void)!read(release_, &n, sizeof n);
     for (auto& [answer, res] : waiting_) answer(res);
-    waiting_count_ -= static_cast<int>(waiting_.size());
+    for (auto& to_workers : handoffs_) to_workers();
+    waiting_count_ -= static_cast<int>(waiting_.size() + handoffs_.size());
     waiting_.clear();
+    handoffs_.clear();
   }
   void EventsRead(Clock::time_point) override { Record("read"); }
   Clock::time_point Tick(Clock::time_point) override { return Clock::time_point::max(); }
@@ -118,6 +126,7 @@ class TestRoutes : public ReactorRoutes {
   int release_;
   paintlock::locks::AsyncLoop* loop_ = nullptr;
   std::deque<std::pair<Answer, httplib::Response>> waiting_;  // reactor thread only
+  std::vector<ToWorkers> handoffs_;                           // reactor thread only
   void Record(const std::string& call) {
     std::lock_guard<std::mutex> lock(mu_);
     if (recording_) calls_.push_back(call);
@@ -135,6 +144,9 @@ struct Served {
     });
     server.Post("/now", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("a worker took /now", "text/plain");
+    });
+    server.Post("/handoff", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content("a worker took /handoff:" + req.body, "text/plain");
     });
     server.SetReactorRoutes(routes);
     port = server.bind_to_any_port("127.0.0.1");
@@ -202,6 +214,24 @@ TEST_CASE(
   REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
   CHECK(client.head().find("Connection: close") != std::string::npos);
   CHECK(client.WaitClosed(kAnswerWithin));
+}
+
+TEST_CASE(
+    "edge reactor routes: a request the routes pass on is served by a worker from the start, "
+    "and the connection goes on") {
+  Served s;
+  RawClient client(s.port);
+  REQUIRE(client.connected());
+  REQUIRE(client.Send(Post("/handoff", "h", "body") + Post("/now", "next", "y")));
+  REQUIRE(Eventually([&] { return s.routes->waiting_count_ == 1; }));
+  s.routes->Release();
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
+  CHECK(client.body() == "a worker took /handoff:body");
+  CHECK(client.head().find("X-Served-By") == std::string::npos);
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);  // the pipelined one, back at the reactor
+  CHECK(client.body() == "next:y");
+  CHECK(s.server.Counters().served_on_reactor == 2);
+  CHECK(s.server.Counters().handed_to_workers == 1);
 }
 
 TEST_CASE(

@@ -419,7 +419,8 @@ class EdgeServer::Core {
             lingered_.load(std::memory_order_relaxed),
             lingered_partial_.load(std::memory_order_relaxed),
             idle_workers_,
-            served_on_reactor_.load(std::memory_order_relaxed)};
+            served_on_reactor_.load(std::memory_order_relaxed),
+            handed_to_workers_.load(std::memory_order_relaxed)};
   }
 
   // Stops accepting work and waits until every connection is closed; then
@@ -634,6 +635,12 @@ class EdgeServer::Core {
 
   void Dispatch(Conn* c) {
     if (routes_ && routes_->Wants(c->framer.method(), c->framer.target()) && ServeHere(c)) return;
+    ToWorker(c);
+  }
+
+  // The request c's framer has just completed (or a route passed on: it is
+  // still in the framer) goes to a worker.
+  void ToWorker(Conn* c) {
     Watch(c, 0);
     c->state = Conn::State::kInWorker;
     Job job = FramedJob(c);
@@ -680,7 +687,8 @@ class EdgeServer::Core {
     const bool taken = routes_->Serve(
         std::move(req),
         [this, c, serial, close](const httplib::Response& res) { Answered(c, serial, close, res); },
-        [this, c, serial] { return StillThere(c, serial); });
+        [this, c, serial] { return StillThere(c, serial); },
+        [this, c, serial] { HandToWorker(c, serial); });
     if (!taken) {
       c->state = before;
       return false;
@@ -701,6 +709,16 @@ class EdgeServer::Core {
     LogClientGone(c->framer.method(), c->framer.target());
     Close(c);
     return false;
+  }
+
+  // The routes pass request `serial` on `c` to a worker (ReactorRoutes::Serve).
+  void HandToWorker(Conn* c, std::uint64_t serial) {
+    if (conns_.count(c) == 0 || c->route_serial != serial || c->state != Conn::State::kAtRoute ||
+        c->answered) {
+      return;
+    }
+    handed_to_workers_.fetch_add(1, std::memory_order_relaxed);
+    ToWorker(c);
   }
 
   // The routes' answer for request `serial` on `c` (which may be gone by now).
@@ -1172,6 +1190,7 @@ class EdgeServer::Core {
   std::atomic<std::uint64_t> lingered_{0};          // written by workers
   std::atomic<std::uint64_t> lingered_partial_{0};  // written by workers
   std::atomic<std::uint64_t> served_on_reactor_{0};
+  std::atomic<std::uint64_t> handed_to_workers_{0};
 
   mutable std::mutex mu_;
   int open_ = 0;                                      // guarded by mu_

@@ -86,6 +86,7 @@ class ReactorRoutes {
   using Clock = std::chrono::steady_clock;
   using Answer = std::function<void(const httplib::Response&)>;
   using Present = std::function<bool()>;
+  using ToWorkers = std::function<void()>;
   virtual ~ReactorRoutes() = default;
   // When the reactor takes the routes: the loop their sockets join.
   virtual void Start(locks::AsyncLoop& loop) = 0;
@@ -102,7 +103,13 @@ class ReactorRoutes {
   // is still there; once false, the edge has closed the connection and logged
   // client_gone_before_handler, and the work should not start (its answer is
   // then optional, and dropped).
-  virtual bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present) = 0;
+  // `to_workers`, instead of `answer` and only before it, on the reactor
+  // thread: the request goes to a worker after all, which serves it from the
+  // start as if Serve had returned false (for an outcome the routes cannot
+  // finish without blocking). Whatever the routes did meanwhile must be safe
+  // to do again. No effect once the client has gone.
+  virtual bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present,
+                     ToWorkers to_workers) = 0;
   // An event for a tag the routes passed to AsyncLoop::Watch.
   virtual void OnEvent(void* tag, std::uint32_t events) = 0;
   // Every event for the routes' sockets reported by an epoll_wait begun at
@@ -145,6 +152,7 @@ struct ReactorCounters {
   std::uint64_t lingered_partial = 0;   // parts of one it handed to the reactor to finish
   int idle_workers = 0;                 // workers waiting for a request now
   std::uint64_t served_on_reactor = 0;  // requests ReactorRoutes took
+  std::uint64_t handed_to_workers = 0;  // of those, requests they passed on (ToWorkers)
 };
 
 // Tests only: a worker calls `hook` between putting a keep-alive connection
