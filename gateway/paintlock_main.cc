@@ -239,12 +239,12 @@ int main(int argc, char** argv) {
   services.availability = &availability;
   gateway::HttpApi api(config, services);
   api.Install(server);
-  // Rate-limit takes, credit holds and commits, quota consumes answered by the
-  // edge's reactor on connections of their own.
+  // Rate-limit takes, credit holds and commits, quota consumes and reserves
+  // answered by the edge's reactor on connections of their own.
   std::shared_ptr<gateway::ReactorApi> reactor_api;
   if (config.db_async_connections > 0) {
     reactor_api = std::make_shared<gateway::ReactorApi>(config, rate_limiter, credits,
-                                                        quota_services, visitors);
+                                                        quota_services, visitors, reservations);
     server.SetReactorRoutes(reactor_api);
   }
   // GET /metrics (PAINTLOCK_METRICS): holds are read at most every 5 s.

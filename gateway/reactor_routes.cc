@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "checkout/reservation_metrics.h"
 #include "gateway/credit_routes.h"
+#include "gateway/http_errors.h"
 #include "gateway/idempotency.h"
 #include "gateway/limit_routes.h"
 #include "gateway/middleware.h"
+#include "gateway/reservation_routes.h"
 #include "locks/statements.h"
 
 namespace paintlock::gateway {
@@ -14,7 +17,7 @@ namespace paintlock::gateway {
 namespace {
 
 // The statements' indices in ReactorPoolOptions' list.
-enum Statement { kTake, kHold, kCommit, kConsume };
+enum Statement { kTake, kHold, kCommit, kConsume, kReserve, kReservationGet, kRelease };
 
 // What a worker answers instead of the reactor (Route::to_workers): a request
 // with an Idempotency-Key, on every route (CarriesIdempotencyKey: the
@@ -34,7 +37,8 @@ locks::AsyncPoolOptions ReactorPoolOptions(const Config& config) {
   // Its own application_name: pg_stat_activity tells the two kinds apart.
   o.session_setup =
       locks::SessionSettingsSql(config.database, config.database.application_name + "-async");
-  for (const char* name : {"ratelimit_take", "credit_hold", "credit_commit", "quota_consume"}) {
+  for (const char* name : {"ratelimit_take", "credit_hold", "credit_commit", "quota_consume",
+                           "reserve", "reservation_get", "release"}) {
     o.statements.emplace_back(name, locks::NamedQuerySql(name));
   }
   o.queue_timeout = config.database.acquire_timeout;
@@ -48,6 +52,7 @@ struct ReactorApi::Pending {
   std::string request_id;
   Answer answer;
   Present present;  // asked before the statement is sent: no work for a client gone
+  ToWorkers to_workers;
 
   void Finish() {
     EndRequest(*req, res, started);
@@ -69,12 +74,13 @@ struct ReactorApi::Pending {
 
 ReactorApi::ReactorApi(const Config& config, locks::RateLimiter& limiter,
                        locks::CreditStore& credits, QuotaServices& quotas,
-                       const base::VisitorIdentity& visitors)
+                       const base::VisitorIdentity& visitors, locks::ReservationStore& reservations)
     : config_(config),
       limiter_(limiter),
       credits_(credits),
       quotas_(quotas),
       visitors_(visitors),
+      reservations_(reservations),
       routes_{{"/v1/ratelimits/", "/take", std::regex(kRateLimitTakeRoute), &ReactorApi::Take, true,
                CarriesIdempotencyKey},
               {"/v1/accounts/", "/holds", std::regex(kCreditHoldRoute), &ReactorApi::Hold, true,
@@ -82,7 +88,9 @@ ReactorApi::ReactorApi(const Config& config, locks::RateLimiter& limiter,
               {"/v1/holds/", "/commit", std::regex(kCreditCommitRoute), &ReactorApi::Commit, true,
                CarriesIdempotencyKey},
               {"/v1/quotas/", "/consume", std::regex(kQuotaConsumeRoute), &ReactorApi::Consume,
-               false, ConsumeToWorkers}} {}
+               false, ConsumeToWorkers},
+              {kReservationsRoute, "", std::regex(kReservationsRoute), &ReactorApi::Reserve, true,
+               CarriesIdempotencyKey}} {}
 
 ReactorApi::~ReactorApi() = default;
 
@@ -105,7 +113,7 @@ ReactorApi::PoolStats ReactorApi::Stats() const {
 }
 
 bool ReactorApi::Route::Frames(const std::string& path) const {
-  return path.size() > prefix.size() + suffix.size() && path.rfind(prefix, 0) == 0 &&
+  return path.size() >= prefix.size() + suffix.size() && path.rfind(prefix, 0) == 0 &&
          path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
@@ -117,7 +125,7 @@ bool ReactorApi::Wants(const std::string& method, const std::string& target) con
 }
 
 bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present,
-                       ToWorkers /*to_workers: every outcome here is answered*/) {
+                       ToWorkers to_workers) {
   const Route* route = nullptr;
   for (const Route& r : routes_) {
     // The pattern fills req.matches as httplib would; the cheap frame first.
@@ -132,6 +140,7 @@ bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Pre
   p->started = Clock::now();
   p->answer = std::move(answer);
   p->present = std::move(present);
+  p->to_workers = std::move(to_workers);
   if (BeginRequest(config_, *p->req, p->res) ||
       (route->api_key && !RequireApiKey(config_, *p->req, p->res))) {
     p->Finish();
@@ -178,6 +187,57 @@ void ReactorApi::Consume(const std::shared_ptr<Pending>& p) {
           p, [call](const locks::ConsumeOutcome& outcome,
                     httplib::Response& res) { WriteConsume(call, outcome, res); }),
       p->present);
+}
+
+void ReactorApi::Reserve(const std::shared_ptr<Pending>& p) {
+  auto cart = std::make_shared<CartRequest>();
+  if (!ReadReservationCart(*p->req, p->res, cart.get())) return p->Finish();
+  reservations_.ReserveAsync(
+      *pool_, {kReserve, kReservationGet}, cart->paintings, cart->buyer_ref, cart->line_token,
+      [this, p, cart](locks::ReserveOutcome outcome) {
+        base::SetCurrentRequestId(p->request_id);
+        if (std::holds_alternative<locks::TakeOverNeeded>(outcome)) {
+          // Expiring the lapsed holder's session at Stripe is a worker's work.
+          // Nothing was reserved: the worker reserves again from the start.
+          p->to_workers();
+          base::SetCurrentRequestId("");
+          return;
+        }
+        const checkout::Checkout::ReserveResult result = checkout::CountReservation(std::visit(
+            [](auto&& o) -> checkout::Checkout::ReserveResult {
+              if constexpr (std::is_same_v<std::decay_t<decltype(o)>, locks::TakeOverNeeded>) {
+                return locks::DbFailure{locks::DbFailureKind::kInternal, "unexpected take-over"};
+              } else {
+                return std::move(o);
+              }
+            },
+            std::move(outcome)));
+        // Without an Idempotency-Key (those go to the workers) nobody can ask
+        // for this answer again: a hold for a caller who has left is let go.
+        if (const auto* granted = std::get_if<locks::Granted>(&result); granted && !p->present()) {
+          LetGo(*granted);
+          WriteError(p->res, ErrorFor(checkout::BuyerLeft{}));
+          return p->Finish();
+        }
+        WriteReservation(*cart, result, p->res);
+        p->Finish();
+      },
+      p->present);
+}
+
+void ReactorApi::LetGo(const locks::Granted& granted) {
+  const std::string id = granted.reservation_id;
+  const std::string request_id = base::CurrentRequestId();
+  reservations_.ReleaseAsync(
+      *pool_, kRelease, id, "client_gone", "gateway",
+      [id, request_id](const locks::DbResult<locks::ReleaseOutcome>& released) {
+        base::SetCurrentRequestId(request_id);
+        const auto* o = std::get_if<locks::ReleaseOutcome>(&released);
+        base::LogInfo("reservation_client_gone",
+                      {{"reservation_id", id},
+                       {"released", o != nullptr && o->result == locks::ReleaseResult::kReleased}});
+        base::SetCurrentRequestId("");
+      });
 }
 
 void ReactorApi::OnEvent(void* tag, std::uint32_t events) {

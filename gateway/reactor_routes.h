@@ -8,6 +8,7 @@
 //   POST /v1/holds/{id}/commit
 //   POST /v1/quotas/{name}/consume   (without a licence key: the licence
 //                                     check is a worker's, it may read)
+//   POST /v1/reservations            (one painting or a cart: the reserve)
 //
 // each one statement, the gateway's cheapest and busiest, where a worker's two
 // sleeps (for the request, for PostgreSQL) cost more than the statement
@@ -17,13 +18,20 @@
 // gateway/credit_routes.h, gateway/quota_routes.h), the same outcome from the same row (the stores'
 // *Async calls); only the statement runs differently. A request with an
 // Idempotency-Key goes to the workers, whose idempotency store is synchronous.
+// A reserve that finds a lapsed holder whose Stripe session must be expired
+// first (a take-over: Stripe calls) is passed on to a worker
+// (edge::ReactorRoutes::Serve's to_workers), which reserves again from the
+// start; nothing was reserved. A hold granted to a client that has gone is
+// released (reason client_gone), as the worker route does.
 //
 // Failures are the worker route's too (locks::AsyncReply::Failure): a
 // statement that cannot have run is sent once more on a fresh connection; one
 // whose connection broke after it was sent is answered 503 with its outcome
 // unknown — a take counted and never refunded (the safe side of a limit), a
 // hold that lapses at its TTL if it was made, a commit the caller repeats
-// (a repeated commit answers the first's result).
+// (a repeated commit answers the first's result). A reserve whose connection
+// broke after it was sent is looked up by its id once before it is answered
+// (locks::ReservationStore::ReserveAsync).
 //
 // Reactor thread only, as every ReactorRoutes.
 #pragma once
@@ -40,6 +48,7 @@
 #include "locks/async_pool.h"
 #include "locks/credits.h"
 #include "locks/rate_limits.h"
+#include "locks/reservations.h"
 
 namespace paintlock::gateway {
 
@@ -51,7 +60,8 @@ class ReactorApi : public edge::ReactorRoutes {
  public:
   // All must outlive it.
   ReactorApi(const Config& config, locks::RateLimiter& limiter, locks::CreditStore& credits,
-             QuotaServices& quotas, const base::VisitorIdentity& visitors);
+             QuotaServices& quotas, const base::VisitorIdentity& visitors,
+             locks::ReservationStore& reservations);
   ~ReactorApi() override;
 
   void Start(locks::AsyncLoop& loop) override;
@@ -87,6 +97,9 @@ class ReactorApi : public edge::ReactorRoutes {
   void Hold(const std::shared_ptr<Pending>& p);
   void Commit(const std::shared_ptr<Pending>& p);
   void Consume(const std::shared_ptr<Pending>& p);
+  void Reserve(const std::shared_ptr<Pending>& p);
+  // A hold granted to a client that has gone: released, and logged.
+  void LetGo(const locks::Granted& granted);
   void Publish();  // Stats(), after each call into the pool
 
   const Config& config_;
@@ -94,6 +107,7 @@ class ReactorApi : public edge::ReactorRoutes {
   locks::CreditStore& credits_;
   QuotaServices& quotas_;
   const base::VisitorIdentity& visitors_;
+  locks::ReservationStore& reservations_;
   const std::vector<Route> routes_;
   std::unique_ptr<locks::AsyncPool> pool_;  // between Start and Stop
   std::atomic<int> ready_{0}, waiting_{0};

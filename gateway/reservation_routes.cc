@@ -6,6 +6,8 @@
 //   GET    /v1/reservations/{id}                           → its state
 //   DELETE /v1/reservations/{id}                           → released through the
 //          release service (checkout/release.h): never a reservation its buyer paid.
+#include "gateway/reservation_routes.h"
+
 #include "gateway/edge/edge_server.h"
 #include "gateway/http_errors.h"
 #include "gateway/idempotency.h"
@@ -33,15 +35,10 @@ nlohmann::json ReservationJson(const locks::ReservationView& v) {
 }
 
 void CreateReservation(const Api& api, const httplib::Request& req, httplib::Response& res) {
-  if (MediaTypeOf(req) != "application/json") {
-    return WriteError(res,
-                      UnsupportedMediaType("Send {\"paintings\": [...]} as application/json."));
-  }
-  std::string error, param;
-  auto cart = ParseCartJson(req.body, /*allow_buyer=*/true, &error, &param);
-  if (!cart) return WriteError(res, InvalidRequest(error, param));
+  CartRequest cart;
+  if (!ReadReservationCart(req, res, &cart)) return;
   checkout::Checkout::ReserveResult result =
-      api.services.checkout.Reserve(cart->paintings, cart->buyer_ref, cart->line_token);
+      api.services.checkout.Reserve(cart.paintings, cart.buyer_ref, cart.line_token);
   if (auto* granted = std::get_if<locks::Granted>(&result)) {
     // Without an Idempotency-Key nobody can ask for this answer again: if the
     // caller has left, the hold is released rather than kept for nobody. With
@@ -51,18 +48,8 @@ void CreateReservation(const Api& api, const httplib::Request& req, httplib::Res
                                           "reservation_client_gone")) {
       return WriteError(res, ErrorFor(checkout::BuyerLeft{}));
     }
-    res.set_header("Location", "/v1/reservations/" + granted->reservation_id);
-    return WriteJson(res, 201,
-                     {{"reservation_id", granted->reservation_id},
-                      {"held_until", granted->held_until},
-                      {"paintings", cart->paintings}});
   }
-  std::visit(
-      [&](const auto& o) {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (!std::is_same_v<T, locks::Granted>) WriteError(res, ErrorFor(o));
-      },
-      result);
+  WriteReservation(cart, result, res);
 }
 
 void GetReservation(const Api& api, const httplib::Request& req, httplib::Response& res) {
@@ -105,8 +92,41 @@ void DeleteReservation(const Api& api, const httplib::Request& req, httplib::Res
 
 }  // namespace
 
+bool ReadReservationCart(const httplib::Request& req, httplib::Response& res, CartRequest* cart) {
+  if (MediaTypeOf(req) != "application/json") {
+    WriteError(res, UnsupportedMediaType("Send {\"paintings\": [...]} as application/json."));
+    return false;
+  }
+  std::string error, param;
+  auto parsed = ParseCartJson(req.body, /*allow_buyer=*/true, &error, &param);
+  if (!parsed) {
+    WriteError(res, InvalidRequest(error, param));
+    return false;
+  }
+  *cart = std::move(*parsed);
+  return true;
+}
+
+void WriteReservation(const CartRequest& cart, const checkout::Checkout::ReserveResult& result,
+                      httplib::Response& res) {
+  std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, locks::Granted>) {
+          res.set_header("Location", "/v1/reservations/" + o.reservation_id);
+          WriteJson(res, 201,
+                    {{"reservation_id", o.reservation_id},
+                     {"held_until", o.held_until},
+                     {"paintings", cart.paintings}});
+        } else {
+          WriteError(res, ErrorFor(o));
+        }
+      },
+      result);
+}
+
 void InstallReservationRoutes(httplib::Server& server, const Api& api) {
-  server.Post("/v1/reservations", [&api](const auto& req, auto& res) {
+  server.Post(kReservationsRoute, [&api](const auto& req, auto& res) {
     if (!RequireApiKey(api.config, req, res)) return;
     ServeIdempotently(api.services.idempotency, req, res, Surface::kPaintings,
                       [&] { CreateReservation(api, req, res); });

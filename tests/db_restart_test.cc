@@ -54,8 +54,11 @@ TEST_CASE("db restart: the first 32 requests after a PostgreSQL restart with a f
   PrivateCluster cluster;
   TestDatabase db;
   FakeStripe stripe;
+  // The workers' pool, so the reserves are the workers' (with asynchronous
+  // connections the reactor reserves: "reactor routes: … after a restart").
   Gateway gw(db, stripe.base(),
              {{{"PAINTLOCK_DB_POOL", "32"},
+               {"PAINTLOCK_DB_ASYNC_CONNECTIONS", "0"},
                {"PAINTLOCK_HTTP_THREADS", "40"},
                {"PAINTLOCK_DB_LOCK_TIMEOUT_MS", "20000"}}});
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/harness.h"
@@ -144,6 +145,79 @@ TEST_CASE(
   answered();
   CHECK(RunBy(db, "paintlock-async") != "0");
   CHECK(RunBy(db, "paintlock") == "0");
+}
+
+TEST_CASE(
+    "reactor routes: a reserve is the reactor's, a keyed one a worker's, and reserves run after "
+    "the database ends the reactor's connections") {
+  TestDatabase db;
+  Gateway gw(db, kNoStripe, Limits("api:100:0.001", "2"));
+  auto reserve = [&](const std::string& painting, httplib::Headers headers = {}) {
+    headers.emplace("Authorization", ApiKeyHeader().begin()->second);
+    return PostJson(gw.base(), "/v1/reservations", {{"paintings", {painting}}}, headers);
+  };
+  REQUIRE(reserve("p1").status == 201);
+  CHECK(RunBy(db, "paintlock-async", "paintlock_reserve") == "1");
+  CHECK(RunBy(db, "paintlock", "paintlock_reserve") == "0");
+  // With an Idempotency-Key, a worker's (the idempotency store is synchronous):
+  // asked again, the first answer comes back, not a 409 from a second reserve.
+  const Reply keyed = reserve("p2", {{"Idempotency-Key", "reserve-p2"}});
+  REQUIRE(keyed.status == 201);
+  const Reply again = reserve("p2", {{"Idempotency-Key", "reserve-p2"}});
+  CHECK(again.status == 201);
+  CHECK(again.json["reservation_id"] == keyed.json["reservation_id"]);
+  // A refusal is the reactor's too, with the worker route's answer.
+  const Reply busy = reserve("p1");
+  CHECK(busy.status == 409);
+  CHECK(busy.json["code"] == "painting_reserved");
+  CHECK_FALSE(busy.json.value("free_at", "").empty());
+
+  CHECK(db.Scalar("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM "
+                  "pg_stat_activity WHERE datname = current_database() AND application_name = "
+                  "'paintlock-async'") == "2");
+  for (int i = 3; i <= 10; ++i) {
+    const Reply r = reserve("p" + std::to_string(i));
+    CAPTURE(r.body);
+    CHECK(r.status == 201);  // sent on fresh connections, never failed on a dead one
+  }
+  CHECK(db.Scalar("SELECT count(*) FROM reservations WHERE state = 'held'") == "10");
+  CheckInvariants(db);
+}
+
+TEST_CASE(
+    "reactor routes: a reserve whose connection is ended while it waits is looked up by its id, "
+    "and the answer is the database's") {
+  TestDatabase db;
+  Gateway gw(db, kNoStripe, Limits("api:100:0.001", "2"));
+  pqxx::connection blocker(db.url());
+  pqxx::work hold(blocker);
+  hold.exec("SELECT 1 FROM painting_locks WHERE painting_id = 'p1' FOR UPDATE");
+  Reply reply;
+  std::thread buyer([&] {
+    reply = PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p1"}}}, ApiKeyHeader());
+  });
+  // The reserve waits on p1's row, sent: whether it committed is unknown to
+  // the gateway once its connection ends.
+  std::string waiting;
+  const bool seen = Eventually([&] {
+    waiting = db.Scalar(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND "
+        "application_name = 'paintlock-async' AND wait_event_type = 'Lock' LIMIT 1");
+    return !waiting.empty();
+  });
+  if (seen) db.Exec("SELECT pg_terminate_backend(" + waiting + ")");
+  hold.abort();
+  buyer.join();
+  REQUIRE(seen);
+  CAPTURE(reply.body);
+  // Looked up: it never committed, so the buyer is told nothing was reserved
+  // (not "may be held", which an answer without the look-up would say).
+  CHECK(reply.status == 503);
+  CHECK(reply.json["message"].get<std::string>().find("Nothing was reserved") != std::string::npos);
+  CHECK(db.HeldOn("p1") == "0");
+  CHECK(PostJson(gw.base(), "/v1/reservations", {{"paintings", {"p1"}}}, ApiKeyHeader()).status ==
+        201);
+  CheckInvariants(db);
 }
 
 TEST_CASE("reactor routes: with no asynchronous connections, the workers take") {
