@@ -55,14 +55,12 @@ void SetKeepalives(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
-const std::string& ReadStatement() {
-  static const std::string sql = [] {
-    for (const NamedQuery& q : NamedQueries()) {
-      if (q.name == "availability_read") return q.sql;
-    }
-    return std::string();
-  }();
-  return sql;
+// The SQL of the named query `name` (sql/queries/NAME.sql).
+std::string QuerySql(const char* name) {
+  for (const NamedQuery& q : NamedQueries()) {
+    if (q.name == name) return q.sql;
+  }
+  return std::string();
 }
 
 }  // namespace
@@ -189,15 +187,19 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
     pqxx::nontransaction n(c);
     const std::vector<std::string> list(ids.begin(), ids.end());
     const auto which = ids.empty() ? std::optional<std::string>() : TextArrayLiteral(list);
-    // Unnamed, so planned for each read's own ids. The ids decide the plan:
-    // none (every painting) is a scan of the catalogue, a few are index
-    // lookups. A named statement's plan is made once for any ids: after a
-    // burst of large reads (many holds lapsing at once) PostgreSQL chose it,
-    // and from then on every read of a few paintings scanned them all (in
-    // make bench: 0.3–4 s a read, once past statement_timeout, each holding
-    // back vacuum meanwhile). Planning costs about a millisecond a read, and
-    // the reads come at most every read_interval.
-    rows = n.exec_params(ReadStatement(), which);
+    // The full read (every painting) is a scan of the catalogue, unnamed and
+    // planned for each read, every full_read_interval. A read of some is
+    // paintlock_availability_of (sql/migrations/0027), whose plan, made once
+    // per connection, reads each painting by key: planning the view for
+    // every read cost as much as running it. One statement for both once
+    // failed: a named statement's plan is made once for any ids, and after
+    // a burst of large reads (many holds lapsing at once) PostgreSQL kept a
+    // scan of every painting for the reads of a few (in make bench: 0.3–4 s
+    // a read, once past statement_timeout, each holding back vacuum
+    // meanwhile).
+    static const std::string all = QuerySql("availability_read");
+    static const std::string some = QuerySql("availability_read_some");
+    rows = which ? n.exec_params(some, *which) : n.exec_params(all, which);
   }
   const auto now = std::chrono::steady_clock::now();
   if (ids.empty()) {

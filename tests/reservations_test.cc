@@ -457,6 +457,45 @@ TEST_CASE(
   CHECK(reads["by_key"].as<long>() < 50);  // by key: the reservation's one item; a walk, 2,000
 }
 
+TEST_CASE(
+    "the availability listener reads a few paintings by key after holds and a line arrived "
+    "unanalysed") {
+  TestDatabase db;
+  OpenShopAnalysed(db);
+  pqxx::connection session(db.url());  // one backend: its plan is kept
+  const std::string some = paintlock::locks::NamedQuerySql("availability_read_some");
+  for (int i = 1; i <= 8; ++i) {
+    pqxx::nontransaction n(session);
+    REQUIRE(n.exec_params(some, "{h" + std::to_string(i) + "}").size() == 1);
+  }
+  HoldsArriveUnanalysed(db);
+  db.Exec(  // a drop: 3,000 waiting in the lines of h101…h110
+      "INSERT INTO line_entries (painting_id, token_sha256, visitor, claim_window) "
+      "SELECT 'h' || (101 + i % 10), md5(i::text) || md5((i + 1)::text), 'v' || i, "
+      "interval '60 seconds' FROM generate_series(1, 3000) i");
+  ReportStatisticsNow(session);
+  pqxx::work w(session);
+  const pqxx::result rows = w.exec_params(some, "{h1,h101,h150}");
+  const pqxx::row reads = w.exec1(
+      "SELECT pg_stat_get_xact_numscans('paintings'::regclass) + "
+      "       pg_stat_get_xact_numscans('painting_locks'::regclass) + "
+      "       pg_stat_get_xact_numscans('reservations'::regclass) + "
+      "       pg_stat_get_xact_numscans('line_entries'::regclass) AS seq, "
+      "       pg_stat_get_xact_tuples_returned('paintings_pkey'::regclass) AS paintings, "
+      "       pg_stat_get_xact_tuples_returned('painting_locks_pkey'::regclass) AS locks");
+  w.commit();
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]["state"].as<std::string>() == "available");
+  CHECK(rows[1]["state"].as<std::string>() == "reserved");
+  CHECK(rows[1]["line_length"].as<long>() == 300);
+  CHECK(rows[2]["state"].as<std::string>() == "reserved");
+  CHECK(reads["seq"].as<long>() == 0);
+  CHECK(reads["paintings"].as<long>() < 50);  // by key: a few entries; a walk, 3,000
+  // A lock by key for each painting, and in a line's chain one for each of
+  // its 300 entries, twice (the length and the places): 606; a walk, 3,000.
+  CHECK(reads["locks"].as<long>() < 1000);
+}
+
 TEST_CASE("a reservation reports its state and can be released once") {
   TestDatabase db;
   FakeStripe stripe;
