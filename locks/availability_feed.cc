@@ -126,7 +126,7 @@ void AvailabilityFeed::Listen(bool* connected) {
     SetKeepalives(c.sock());
     std::set<std::string> due;     // notified or lapsed, not read yet
     IdReceiver receiver(c, &due);  // LISTEN, before the first read
-    lapse_due_.clear();
+    lapses_.Clear();
     Read(c, {});
     auto last_full_read = steady_clock::now();
     auto last_read = last_full_read;
@@ -139,9 +139,7 @@ void AvailabilityFeed::Listen(bool* connected) {
       // never make the socket readable again.
       c.get_notifs();
       auto now = steady_clock::now();
-      for (const auto& [id, lapses] : lapse_due_) {
-        if (lapses <= now) due.insert(id);
-      }
+      lapses_.TakeDue(now, &due);
       // What is in `due` is taken before a read: anything notified while it
       // runs stays for the next.
       if (now - last_full_read >= options_.full_read_interval) {
@@ -160,9 +158,7 @@ void AvailabilityFeed::Listen(bool* connected) {
       }
       auto next = last_full_read + options_.full_read_interval;
       if (!due.empty()) next = std::min(next, read_at);
-      for (const auto& [id, lapses] : lapse_due_) {
-        if (lapses > now) next = std::min(next, lapses);  // the due ones wait in `due`
-      }
+      next = std::min(next, lapses_.Next());  // the due ones wait in `due`
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now) +
                         std::chrono::milliseconds(1);
       pollfd fds[2] = {{c.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
@@ -179,6 +175,36 @@ void AvailabilityFeed::Listen(bool* connected) {
   } catch (const std::exception& e) {
     base::LogError("availability_listener_failed", {{"error", e.what()}});
   }
+}
+
+void AvailabilityFeed::LapseSchedule::Set(const std::string& painting, Time at) {
+  Forget(painting);
+  at_.emplace(painting, at);
+  order_.emplace(at, painting);
+}
+
+void AvailabilityFeed::LapseSchedule::Forget(const std::string& painting) {
+  const auto it = at_.find(painting);
+  if (it == at_.end()) return;
+  order_.erase({it->second, painting});
+  at_.erase(it);
+}
+
+void AvailabilityFeed::LapseSchedule::Clear() {
+  at_.clear();
+  order_.clear();
+}
+
+void AvailabilityFeed::LapseSchedule::TakeDue(Time now, std::set<std::string>* due) {
+  while (!order_.empty() && order_.begin()->first <= now) {
+    due->insert(order_.begin()->second);
+    at_.erase(order_.begin()->second);
+    order_.erase(order_.begin());
+  }
+}
+
+AvailabilityFeed::LapseSchedule::Time AvailabilityFeed::LapseSchedule::Next() const {
+  return order_.empty() ? Time::max() : order_.begin()->first;
 }
 
 void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string>& ids) {
@@ -203,9 +229,9 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
   }
   const auto now = std::chrono::steady_clock::now();
   if (ids.empty()) {
-    lapse_due_.clear();
+    lapses_.Clear();
   } else {
-    for (const auto& id : ids) lapse_due_.erase(id);
+    for (const auto& id : ids) lapses_.Forget(id);
   }
   std::vector<PaintingAvailability> read;
   read.reserve(rows.size());
@@ -223,8 +249,8 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
       }
     }
     if (!row[3].is_null()) {
-      lapse_due_[a.painting] =
-          now + std::chrono::milliseconds(row[3].as<long long>()) + kLapseMargin;
+      lapses_.Set(a.painting,
+                  now + std::chrono::milliseconds(row[3].as<long long>()) + kLapseMargin);
     }
     read.push_back(std::move(a));
   }

@@ -45,6 +45,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "locks/database.h"
@@ -126,8 +127,29 @@ class AvailabilityFeed {
   int wake_fd_ = -1;    // an eventfd: Stop() writes it to interrupt a wait
   std::atomic<bool> stopping_{false};
 
+  // When each reserved painting a read returned is free again, by painting
+  // and in time order, kept in step: the listener asks for the due ones and
+  // for the next on every wake-up (a notification's), which must not cost a
+  // walk over every hold (make bench: 21% of the gateway's CPU, with
+  // thousands of holds, when it did).
+  class LapseSchedule {
+   public:
+    using Time = std::chrono::steady_clock::time_point;
+    void Set(const std::string& painting, Time at);
+    void Forget(const std::string& painting);
+    void Clear();
+    // Moves every painting due by `now` into `*due`.
+    void TakeDue(Time now, std::set<std::string>* due);
+    // The earliest lapse still scheduled; Time::max() when none.
+    Time Next() const;
+
+   private:
+    std::map<std::string, Time> at_;
+    std::set<std::pair<Time, std::string>> order_;
+  };
+
   // Used by the listening thread only.
-  std::map<std::string, std::chrono::steady_clock::time_point> lapse_due_;
+  LapseSchedule lapses_;
 };
 
 }  // namespace paintlock::locks
