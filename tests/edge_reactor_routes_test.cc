@@ -242,6 +242,11 @@ TEST_CASE(
   RawClient client(s.port);
   REQUIRE(holder.connected());
   REQUIRE(client.connected());
+  // The client's connection is accepted and in epoll first: a connection the
+  // reactor had not yet accepted when it got stuck below would be accepted in
+  // the wait that reports the event, and read only in a later one.
+  REQUIRE(client.Send(Post("/now", "warm", "")));
+  REQUIRE(client.ReadResponse(kAnswerWithin) == 200);
   // The reactor is kept inside a Serve while a request and then an event for
   // the routes become ready: its next epoll_wait reports both, request first.
   REQUIRE(holder.Send(Post("/hold", "held", "")));
