@@ -16,22 +16,6 @@ namespace {
 // take-over frees a painting someone else may grab before our next try).
 constexpr int kReserveAttempts = 3;
 
-// Re-types an outcome as a narrower or wider outcome variant. Alternatives the
-// target cannot hold are bugs upstream, reported as internal failures.
-template <class To, class From>
-To Narrow(const From& from) {
-  return std::visit(
-      [](const auto& o) -> To {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_constructible_v<To, T>) {
-          return To(o);
-        } else {
-          return locks::DbFailure{locks::DbFailureKind::kInternal, "unexpected outcome"};
-        }
-      },
-      from);
-}
-
 // One Checkout Session has one currency: a cart priced in several is refused.
 std::optional<MixedCurrency> MixedCurrencyOf(const std::vector<locks::CatalogueEntry>& entries) {
   std::set<std::string> currencies;

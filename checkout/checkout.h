@@ -81,6 +81,22 @@ struct CheckoutSettings {
   CatalogueSnapshot* snapshot = nullptr;
 };
 
+// Re-types an outcome as a narrower or wider outcome variant. Alternatives the
+// target cannot hold are bugs upstream, reported as internal failures.
+template <class To, class From>
+To Narrow(const From& from) {
+  return std::visit(
+      [](const auto& o) -> To {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_constructible_v<To, T>) {
+          return To(o);
+        } else {
+          return locks::DbFailure{locks::DbFailureKind::kInternal, "unexpected outcome"};
+        }
+      },
+      from);
+}
+
 class Checkout {
  public:
   Checkout(locks::Catalogue& catalogue, locks::ReservationStore& reservations,

@@ -203,15 +203,8 @@ void ReactorApi::Reserve(const std::shared_ptr<Pending>& p) {
           base::SetCurrentRequestId("");
           return;
         }
-        const checkout::Checkout::ReserveResult result = checkout::CountReservation(std::visit(
-            [](auto&& o) -> checkout::Checkout::ReserveResult {
-              if constexpr (std::is_same_v<std::decay_t<decltype(o)>, locks::TakeOverNeeded>) {
-                return locks::DbFailure{locks::DbFailureKind::kInternal, "unexpected take-over"};
-              } else {
-                return std::move(o);
-              }
-            },
-            std::move(outcome)));
+        const checkout::Checkout::ReserveResult result = checkout::CountReservation(
+            checkout::Narrow<checkout::Checkout::ReserveResult>(outcome));
         // Without an Idempotency-Key (those go to the workers) nobody can ask
         // for this answer again: a hold for a caller who has left is let go.
         if (const auto* granted = std::get_if<locks::Granted>(&result); granted && !p->present()) {

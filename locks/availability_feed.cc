@@ -17,6 +17,7 @@
 #include "locks/painting_id.h"
 #include "locks/reservations.h"
 #include "locks/sql_files.h"
+#include "locks/statements.h"
 
 namespace paintlock::locks {
 
@@ -53,14 +54,6 @@ void SetKeepalives(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
-}
-
-// The SQL of the named query `name` (sql/queries/NAME.sql).
-std::string QuerySql(const char* name) {
-  for (const NamedQuery& q : NamedQueries()) {
-    if (q.name == name) return q.sql;
-  }
-  return std::string();
 }
 
 }  // namespace
@@ -223,9 +216,8 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
     // scan of every painting for the reads of a few (in make bench: 0.3–4 s
     // a read, once past statement_timeout, each holding back vacuum
     // meanwhile).
-    static const std::string all = QuerySql("availability_read");
-    static const std::string some = QuerySql("availability_read_some");
-    rows = which ? n.exec_params(some, *which) : n.exec_params(all, which);
+    rows = which ? n.exec_params(NamedQuerySql("availability_read_some"), *which)
+                 : n.exec_params(NamedQuerySql("availability_read"), which);
   }
   const auto now = std::chrono::steady_clock::now();
   if (ids.empty()) {

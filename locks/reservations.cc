@@ -118,20 +118,40 @@ ReservationView ViewOf(const Column& column) {
 }
 
 // What sql/queries/release.sql's one column says.
-ReleaseOutcome ReleaseDecided(const std::string& state) {
+ReleaseOutcome ReleaseDecided(const Column& column) {
+  const std::string state = column("state");
   if (state.empty()) return ReleaseOutcome{ReleaseResult::kNotFound, ""};
   return ReleaseOutcome{state == "released" ? ReleaseResult::kReleased : ReleaseResult::kNotHeld,
                         state};
 }
 
+std::optional<std::string> LineDigestOf(const std::optional<std::string>& line_token) {
+  if (!line_token) return std::nullopt;
+  return LineTokenDigest(*line_token);
+}
+
 }  // namespace
+
+ReserveOutcome ReservationStore::Announced(const std::vector<std::string>& paintings,
+                                           ReserveOutcome outcome) {
+  if (std::holds_alternative<Granted>(outcome)) db_.availability().PaintingsChanged(paintings);
+  return outcome;
+}
+
+DbResult<ReleaseOutcome> ReservationStore::Announced(const std::string& reservation_id,
+                                                     DbResult<ReleaseOutcome> released) {
+  if (const auto* o = std::get_if<ReleaseOutcome>(&released);
+      o && o->result == ReleaseResult::kReleased) {
+    db_.availability().ReservationChanged(reservation_id);
+  }
+  return released;
+}
 
 ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintings,
                                          const std::optional<std::string>& buyer_ref,
                                          const std::optional<std::string>& line_token) {
   const std::string cart = TextArrayLiteral(paintings);
-  std::optional<std::string> line_digest;
-  if (line_token) line_digest = LineTokenDigest(*line_token);
+  const std::optional<std::string> line_digest = LineDigestOf(line_token);
   // Chosen here so that an outcome lost with the connection can be looked up.
   const std::optional<std::string> id = NewReservationId();
   auto rows = db_.Run("reserve", [&](pqxx::connection& c) {
@@ -144,10 +164,8 @@ ReserveOutcome ReservationStore::Reserve(const std::vector<std::string>& paintin
     return *failure;
   }
   const pqxx::result& r = std::get<pqxx::result>(rows);
-  ReserveOutcome outcome =
-      ReserveDecided(static_cast<int>(r.size()), [&r](int i) { return ColumnsOf(r, i); });
-  if (std::holds_alternative<Granted>(outcome)) db_.availability().PaintingsChanged(paintings);
-  return outcome;
+  return Announced(paintings, ReserveDecided(static_cast<int>(r.size()),
+                                             [&r](int i) { return ColumnsOf(r, i); }));
 }
 
 void ReservationStore::ReserveAsync(AsyncPool& pool, ReserveStatements statements,
@@ -156,12 +174,11 @@ void ReservationStore::ReserveAsync(AsyncPool& pool, ReserveStatements statement
                                     const std::optional<std::string>& line_token,
                                     std::function<void(ReserveOutcome)> done,
                                     std::function<bool()> wanted) {
-  std::optional<std::string> line_digest;
-  if (line_token) line_digest = LineTokenDigest(*line_token);
   const std::optional<std::string> id = NewReservationId();
   pool.Submit(
       statements.reserve,
-      {TextArrayLiteral(paintings), std::to_string(hold_ttl_.count()), buyer_ref, id, line_digest},
+      {TextArrayLiteral(paintings), std::to_string(hold_ttl_.count()), buyer_ref, id,
+       LineDigestOf(line_token)},
       [this, &pool, statements, paintings, id, done = std::move(done)](AsyncReply reply) {
         if (!reply.ok()) {
           const DbFailure failure = reply.Failure("reserve");
@@ -170,12 +187,8 @@ void ReservationStore::ReserveAsync(AsyncPool& pool, ReserveStatements statement
               pool, statements.reservation_get, *id, failure,
               std::chrono::steady_clock::now() + db_.options().outcome_lookup_patience, done);
         }
-        ReserveOutcome outcome =
-            ReserveDecided(reply.rows(), [&reply](int i) { return ColumnsOf(reply, i); });
-        if (std::holds_alternative<Granted>(outcome)) {
-          db_.availability().PaintingsChanged(paintings);
-        }
-        done(std::move(outcome));
+        done(Announced(paintings, ReserveDecided(reply.rows(),
+                                                 [&reply](int i) { return ColumnsOf(reply, i); })));
       },
       std::move(wanted));
 }
@@ -234,15 +247,10 @@ DbResult<ReleaseOutcome> ReservationStore::Release(const std::string& reservatio
                                                    const std::string& actor) {
   if (!LooksLikeUuid(reservation_id)) return ReleaseOutcome{ReleaseResult::kNotFound, ""};
   // Idempotent: a second release finds the reservation released already.
-  auto released = db_.RunIdempotent("release", [&](pqxx::connection& c) {
+  return Announced(reservation_id, db_.RunIdempotent("release", [&](pqxx::connection& c) {
     pqxx::nontransaction n(c);
-    return ReleaseDecided(ColumnsOf(Exec1(n, "release", reservation_id, reason, actor))("state"));
-  });
-  if (const auto* o = std::get_if<ReleaseOutcome>(&released)) {
-    if (o->result == ReleaseResult::kReleased)
-      db_.availability().ReservationChanged(reservation_id);
-  }
-  return released;
+    return ReleaseDecided(ColumnsOf(Exec1(n, "release", reservation_id, reason, actor)));
+  }));
 }
 
 void ReservationStore::ReleaseAsync(AsyncPool& pool, int statement,
@@ -252,12 +260,8 @@ void ReservationStore::ReleaseAsync(AsyncPool& pool, int statement,
   if (!LooksLikeUuid(reservation_id)) return done(ReleaseOutcome{ReleaseResult::kNotFound, ""});
   pool.Submit(statement, {reservation_id, reason, actor},
               [this, reservation_id, done = std::move(done)](AsyncReply reply) {
-                if (!reply.ok() || reply.rows() != 1) return done(reply.Failure("release"));
-                const ReleaseOutcome o = ReleaseDecided(reply.Value(0, "state"));
-                if (o.result == ReleaseResult::kReleased) {
-                  db_.availability().ReservationChanged(reservation_id);
-                }
-                done(o);
+                done(Announced(reservation_id, FromReply<DbResult<ReleaseOutcome>>(
+                                                   reply, "release", ReleaseDecided)));
               });
 }
 

@@ -146,6 +146,11 @@ class ReservationStore {
   ReserveOutcome Recovered(const std::string& id, const DbFailure& lost,
                            const DbResult<std::optional<ReservationView>>& found);
   static DbResult<std::optional<ReservationView>> ViewFrom(const AsyncReply& reply);
+  // An outcome, after telling the availability publisher what it changed:
+  // a grant's paintings, a release's reservation.
+  ReserveOutcome Announced(const std::vector<std::string>& paintings, ReserveOutcome outcome);
+  DbResult<ReleaseOutcome> Announced(const std::string& reservation_id,
+                                     DbResult<ReleaseOutcome> released);
   // Recover() on `pool`, with `statement` (reservation_get) until `deadline`.
   void RecoverAsync(AsyncPool& pool, int statement, const std::string& id, const DbFailure& lost,
                     std::chrono::steady_clock::time_point deadline,
