@@ -20,22 +20,27 @@ AvailabilityPublisher::~AvailabilityPublisher() {
   thread_.join();
 }
 
-void AvailabilityPublisher::PaintingsChanged(const std::vector<std::string>& painting_ids) {
-  if (painting_ids.empty()) return;
+template <typename Add>
+void AvailabilityPublisher::Queue(Add add) {
+  bool first;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    paintings_.insert(painting_ids.begin(), painting_ids.end());
+    first = paintings_.empty() && reservations_.empty();
+    add();
   }
-  wake_.notify_one();
+  // Only a batch's first id wakes the thread (Run): under load, waking it
+  // for every write found the interval not yet up, a thread switch a write.
+  if (first) wake_.notify_one();
+}
+
+void AvailabilityPublisher::PaintingsChanged(const std::vector<std::string>& painting_ids) {
+  if (painting_ids.empty()) return;
+  Queue([&] { paintings_.insert(painting_ids.begin(), painting_ids.end()); });
 }
 
 void AvailabilityPublisher::ReservationChanged(const std::string& reservation_id) {
   if (!LooksLikeUuid(reservation_id)) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    reservations_.insert(reservation_id);
-  }
-  wake_.notify_one();
+  Queue([&] { reservations_.insert(reservation_id); });
 }
 
 void AvailabilityPublisher::Flush() {
@@ -52,7 +57,7 @@ void AvailabilityPublisher::Run() {
     wake_.wait(lock, [&] { return stopping_ || !paintings_.empty() || !reservations_.empty(); });
     if (paintings_.empty() && reservations_.empty()) return;  // stopping, nothing left
     // What is queued until the interval is up goes in this batch too; a
-    // stop sends at once.
+    // stop sends at once; ids queued meanwhile do not wake this wait (Queue).
     wake_.wait_until(lock, last_batch_ + kBatchInterval, [&] { return stopping_; });
     last_batch_ = std::chrono::steady_clock::now();
     std::set<std::string> paintings, reservations;

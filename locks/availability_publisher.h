@@ -58,6 +58,9 @@ class AvailabilityPublisher {
   void Flush();
 
  private:
+  // Runs add (which queues ids) under mu_, waking the thread for a batch's first id.
+  template <typename Add>
+  void Queue(Add add);
   void Run();
 
   Database& db_;
