@@ -19,7 +19,9 @@ namespace paintlock::base {
 // (then `out` must not be used). A seam so tests can make the source fail.
 using RandomSource = std::function<bool(unsigned char* out, std::size_t size)>;
 
-// The operating system's CSPRNG through OpenSSL.
+// The operating system's CSPRNG through OpenSSL. Draws of up to 64 bytes come
+// from a per-thread buffer of its output (ids.cc); a forked child never hands
+// out what its parent's buffer held.
 bool SystemRandom(unsigned char* out, std::size_t size);
 
 // `bytes` random bytes as 2*bytes lowercase hex characters; nullopt when the
