@@ -31,6 +31,36 @@ TEST_CASE("A caller field cannot overwrite the logger's own fields") {
   CHECK(line["n"] == 1);
 }
 
+TEST_CASE("A log line starts with its time and escapes what it is given") {
+  RequestScope scope("req-abc");
+  const std::string text = FormatLogLine(LogLevel::kWarn, "odd \"event\"",
+                                         {{"path", "/a\"b\\c\n\x01"},
+                                          {"bad_utf8", std::string("x\xff\xfey")},
+                                          {"k\"ey", 2},
+                                          {"nested", {{"a", {1, 2}}, {"b", nullptr}}},
+                                          {"ts", "forged"},
+                                          {"field_ts", "also forged"}});
+  CHECK(text.rfind("{\"ts\":\"", 0) == 0);
+  CHECK(text.find('\n') == std::string::npos);
+  const auto line = nlohmann::json::parse(text);  // throws on anything but valid JSON
+  CHECK(line["level"] == "warn");
+  CHECK(line["request_id"] == "req-abc");
+  CHECK(line["event"] == "odd \"event\"");
+  CHECK(line["path"] == "/a\"b\\c\n\x01");
+  CHECK(line["bad_utf8"] == "x\xef\xbf\xbd\xef\xbf\xbdy");  // U+FFFD for each bad byte
+  CHECK(line["k\"ey"] == 2);
+  CHECK(line["nested"]["a"][1] == 2);
+  CHECK(line["nested"]["b"].is_null());
+  // One field_ts: the caller's ts, renamed (a key twice would be ambiguous).
+  CHECK(line["field_ts"] == "forged");
+  std::size_t count = 0;
+  for (std::size_t at = text.find("\"field_ts\""); at != std::string::npos;
+       at = text.find("\"field_ts\"", at + 1)) {
+    ++count;
+  }
+  CHECK(count == 1);
+}
+
 // The writer thread's context switches so far (voluntary and not), from
 // /proc; -1 if it cannot be found.
 long LogWriterSwitches() {
