@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -202,17 +204,29 @@ spdlog::level::level_enum SpdlogLevel(LogLevel l) {
   return spdlog::level::off;
 }
 
-std::string NowUtc() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  auto ms =
+// Appends the time now, UTC, to the millisecond, as a JSON string:
+// "2026-12-06T14:17:12.345Z". The part to the second is formatted once a
+// second per thread.
+void AppendNowUtc(std::string& out) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
+  thread_local std::time_t formatted_secs = -1;
+  thread_local char seconds[64];  // "2026-12-06T14:17:12."
+  if (secs != formatted_secs) {
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    std::snprintf(seconds, sizeof seconds, "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    formatted_secs = secs;
+  }
+  out += '"';
+  out += seconds;
+  out += static_cast<char>('0' + ms / 100);
+  out += static_cast<char>('0' + ms / 10 % 10);
+  out += static_cast<char>('0' + ms % 10);
+  out += "Z\"";
 }
 
 // Appends `s` as a JSON string: as it is when it is printable ASCII with
@@ -231,6 +245,25 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
   out.append(s.data(), s.size());
   out += '"';
+}
+
+// Appends `v` as JSON: strings, whole numbers and booleans directly (an
+// access line's fields), the rest through nlohmann's dump, whose serializer
+// costs a locale lookup and a string of its own each time.
+void AppendJsonValue(std::string& out, const nlohmann::json& v) {
+  if (v.is_string()) {
+    AppendJsonString(out, v.get_ref<const std::string&>());
+  } else if (v.is_number_integer()) {  // signed and unsigned
+    char digits[24];
+    const auto r = v.is_number_unsigned()
+                       ? std::to_chars(digits, digits + sizeof digits, v.get<std::uint64_t>())
+                       : std::to_chars(digits, digits + sizeof digits, v.get<std::int64_t>());
+    out.append(digits, r.ptr);
+  } else if (v.is_boolean()) {
+    out += v.get<bool>() ? "true" : "false";
+  } else {
+    out += v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
 }
 
 bool Reserved(const std::string& key) {
@@ -258,7 +291,7 @@ std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann
   std::string out;
   out.reserve(256);
   out += "{\"ts\":";
-  AppendJsonString(out, NowUtc());
+  AppendNowUtc(out);
   out += ",\"level\":";
   AppendJsonString(out, LevelName(level));
   out += ",\"component\":";
@@ -284,7 +317,7 @@ std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann
         AppendJsonString(out, key);
         out += ':';
       }
-      out += it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      AppendJsonValue(out, it.value());
     }
   }
   out += '}';

@@ -38,6 +38,12 @@ TEST_CASE("A log line starts with its time and escapes what it is given") {
                                           {"bad_utf8", std::string("x\xff\xfey")},
                                           {"k\"ey", 2},
                                           {"nested", {{"a", {1, 2}}, {"b", nullptr}}},
+                                          {"numbers", nlohmann::json::array()},
+                                          {"negative", -42},
+                                          {"big", 18446744073709551615ULL},
+                                          {"ratio", 0.25},
+                                          {"yes", true},
+                                          {"no", false},
                                           {"ts", "forged"},
                                           {"field_ts", "also forged"}});
   CHECK(text.rfind("{\"ts\":\"", 0) == 0);
@@ -51,6 +57,18 @@ TEST_CASE("A log line starts with its time and escapes what it is given") {
   CHECK(line["k\"ey"] == 2);
   CHECK(line["nested"]["a"][1] == 2);
   CHECK(line["nested"]["b"].is_null());
+  CHECK(line["numbers"].empty());
+  CHECK(line["negative"] == -42);
+  CHECK(line["big"] == 18446744073709551615ULL);
+  CHECK(line["ratio"] == 0.25);
+  CHECK(line["yes"] == true);
+  CHECK(line["no"] == false);
+  const std::string ts = line["ts"];  // 2026-12-06T14:17:12.345Z
+  CHECK(ts.size() == 24);
+  CHECK(ts[10] == 'T');
+  CHECK(ts[19] == '.');
+  CHECK(ts.back() == 'Z');
+  CHECK(ts.find_first_not_of("0123456789-T:.Z") == std::string::npos);
   // One field_ts: the caller's ts, renamed (a key twice would be ambiguous).
   CHECK(line["field_ts"] == "forged");
   std::size_t count = 0;
