@@ -286,8 +286,8 @@ std::string DescribeException(std::exception_ptr exception) {
 std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann::json& fields) {
   // Written field by field rather than built as one json object and dumped:
   // that object (a std::map holding a copy of every field) cost most of an
-  // access line, and every request writes one. Values still go through
-  // nlohmann's dump, which escapes them and replaces invalid UTF-8.
+  // access line, and every request writes one. Anything to escape still goes
+  // through nlohmann, which also replaces invalid UTF-8 (AppendJsonValue).
   std::string out;
   out.reserve(256);
   out += "{\"ts\":";
