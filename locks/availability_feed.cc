@@ -204,8 +204,6 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
   pqxx::result rows;
   {
     pqxx::nontransaction n(c);
-    const std::vector<std::string> list(ids.begin(), ids.end());
-    const auto which = ids.empty() ? std::optional<std::string>() : TextArrayLiteral(list);
     // The full read (every painting) is a scan of the catalogue, unnamed and
     // planned for each read, every full_read_interval. A read of some is
     // paintlock_availability_of (sql/migrations/0027), whose plan, made once
@@ -216,8 +214,12 @@ void AvailabilityFeed::Read(pqxx::connection_base& c, const std::set<std::string
     // scan of every painting for the reads of a few (in make bench: 0.3–4 s
     // a read, once past statement_timeout, each holding back vacuum
     // meanwhile).
-    rows = which ? n.exec_params(NamedQuerySql("availability_read_some"), *which)
-                 : n.exec_params(NamedQuerySql("availability_read"), which);
+    if (ids.empty()) {
+      rows = n.exec_params(NamedQuerySql("availability_read"), std::optional<std::string>());
+    } else {
+      rows = n.exec_params(NamedQuerySql("availability_read_some"),
+                           TextArrayLiteral(std::vector<std::string>(ids.begin(), ids.end())));
+    }
   }
   const auto now = std::chrono::steady_clock::now();
   if (ids.empty()) {
