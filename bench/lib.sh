@@ -53,6 +53,18 @@ bench_free_port() {
 # asynchronous one, for the requests its reactor answers; BENCH_ASYNC_CONNECTIONS
 # overrides, 0 for none) and the extra environment given; waits until it is ready. Sets gateway_pid and
 # gateway_url; its log is $bench_work/NAME.log.
+#
+# The gateway runs in a session of its own (setsid), as a server is scheduled:
+# with autogroup scheduling (Linux's default, /proc/sys/kernel/sched_autogroup_enabled)
+# a session is a scheduling group, every PostgreSQL backend is one (postmaster
+# children call setsid), and a systemd service (deploy/systemd) is a cgroup of its
+# own. Left in the bench shell's session, the gateway shared one group's CPU share
+# with the load generator driving it, while each backend had a share of its own:
+# its single reactor thread queued behind the backends (rate-limit take p99 12.3 ms
+# against 4.7 ms in its own session, bench/reports/2026-12-06-1602-setsid-probe.md).
+# The clients (the load generator, pgbench) stay in the bench shell's session.
+# setsid execs in place (a background job of a shell without job control is no
+# group leader), so $! stays the gateway's pid; checked below.
 bench_start_gateway() {
   local db=$1 name=$2
   shift 2
@@ -63,16 +75,27 @@ bench_start_gateway() {
     STRIPE_WEBHOOK_SECRET=whsec_bench PAINTLOCK_LOG_LEVEL="${LOG_LEVEL:-info}" \
     PAINTLOCK_DB_POOL="$bench_clients" PAINTLOCK_DB_ASYNC_CONNECTIONS="${BENCH_ASYNC_CONNECTIONS:-$bench_clients}" \
     PAINTLOCK_HTTP_THREADS=$((bench_clients * 2)) \
-    "$@" "$bench_gateway_bin" >"$bench_work/$name.log" 2>&1 &
+    "$@" setsid "$bench_gateway_bin" >"$bench_work/$name.log" 2>&1 &
   gateway_pid=$!
   gateway_url=http://127.0.0.1:$port
   bench_gateway_pids+=("$gateway_pid")
-  local _
-  for _ in $(seq 100); do curl -fs "$gateway_url/readyz" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  kill "$gateway_pid" 2>/dev/null || true
-  echo "bench: the gateway $name did not become ready; its log:" >&2
-  cat "$bench_work/$name.log" >&2
-  exit 1
+  local _ ready=0
+  for _ in $(seq 100); do
+    curl -fs "$gateway_url/readyz" >/dev/null 2>&1 && { ready=1; break; }
+    sleep 0.1
+  done
+  if ((!ready)); then
+    kill "$gateway_pid" 2>/dev/null || true
+    echo "bench: the gateway $name did not become ready; its log:" >&2
+    cat "$bench_work/$name.log" >&2
+    exit 1
+  fi
+  # The pid measured is the gateway's, and it leads its own session.
+  if [[ $(readlink -f "/proc/$gateway_pid/exe") != "$(readlink -f "$bench_gateway_bin")" ||
+    $(ps -o sid= -p "$gateway_pid" | tr -d ' ') != "$gateway_pid" ]]; then
+    echo "bench: pid $gateway_pid is not the gateway $name in a session of its own" >&2
+    exit 1
+  fi
 }
 
 bench_stop_gateway() {  # PID

@@ -53,7 +53,9 @@ lines = [
     f"workload, one gateway per workload (log level {log_level}). {setup}. The gateway is driven "
     f"by bench/load_main.cc over keep-alive HTTP; pgbench -M prepared runs bench/pgbench/*.sql, "
     f"the gateway's statements from sql/queries/. Both share the machine's cores with "
-    f"PostgreSQL; synchronous_commit on. Publishing off: `{publishing_off}`.", "",
+    f"PostgreSQL; synchronous_commit on. The gateway runs in a session of its own (setsid): "
+    f"its own scheduling group, as each PostgreSQL backend is (bench/lib.sh says why); the "
+    f"clients share the bench shell's. Publishing off: `{publishing_off}`.", "",
     "Ratios are gateway/pgbench over the means of the rounds. CPU is the gateway process's "
     "utime + stime over its phases divided by the HTTP requests it answered; switches are its "
     "threads' context switches (voluntary and not) per request; RSS is its VmHWM.",
