@@ -83,12 +83,11 @@ struct Cursor {
 };
 
 // The events `changes` owe the stream at `cursor`, which they advance.
-std::string FormatChanges(const std::string& epoch, const AvailabilityStream::Changes& changes,
-                          Cursor* cursor) {
+std::string FormatChanges(const AvailabilityStream::Changes& changes, Cursor* cursor) {
   std::string out;
-  for (const auto& [seq, a] : changes.items) {
-    out += FormatAvailabilityEvent(epoch, seq, a);
-    if (!cursor->line.digests.empty()) out += FormatLineEvents(a, &cursor->line);
+  for (const auto& entry : changes.items) {
+    out += entry->event;
+    if (!cursor->line.digests.empty()) out += FormatLineEvents(entry->availability, &cursor->line);
   }
   cursor->after = changes.upto;
   return out;
@@ -109,7 +108,7 @@ class AvailabilityStream::Pushed : public edge::PushStream {
       *end = true;
       return "";
     }
-    std::string out = FormatChanges(stream_.options_.epoch, changes, cursor_.get());
+    std::string out = FormatChanges(changes, cursor_.get());
     if (out.empty() && now - cursor_->last_write >= stream_.options_.heartbeat) {
       out = ": heartbeat\n\n";
     }
@@ -133,9 +132,13 @@ int AvailabilityStream::Update(const std::vector<Availability>& read) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Availability& a : read) {
-      auto it = board_.find(a.painting);
-      if (it != board_.end() && it->second.second == a) continue;
-      board_[a.painting] = {++seq_, a};
+      auto& slot = board_[a.painting];
+      if (slot && slot->availability == a) continue;
+      if (slot) by_seq_.erase(slot->seq);
+      ++seq_;
+      slot = std::make_shared<const Entry>(
+          Entry{seq_, a, FormatAvailabilityEvent(options_.epoch, seq_, a)});
+      by_seq_.emplace_hint(by_seq_.end(), seq_, slot);
       ++changed;
     }
   }
@@ -156,11 +159,9 @@ AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t aft
   out.closed = closed_;
   out.upto = std::max(after, seq_);
   if (closed_ || seq_ <= after) return out;
-  for (const auto& [painting, entry] : board_) {
-    if (entry.first > after) out.items.push_back(entry);
+  for (auto it = by_seq_.upper_bound(after); it != by_seq_.end(); ++it) {
+    out.items.push_back(it->second);
   }
-  std::sort(out.items.begin(), out.items.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
 
@@ -233,7 +234,7 @@ std::string AvailabilityStream::LineSnapshot(LineFollow* follow) const {
   std::string out;
   if (follow->digests.empty()) return out;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [painting, entry] : board_) out += FormatLineEvents(entry.second, follow);
+  for (const auto& [painting, entry] : board_) out += FormatLineEvents(entry->availability, follow);
   return out;
 }
 
@@ -285,7 +286,7 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
         "text/event-stream", [this, pushed, cursor, resumed](size_t, httplib::DataSink& sink) {
           std::string out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
           Changes changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0));
-          out += FormatChanges(options_.epoch, changes, cursor.get());
+          out += FormatChanges(changes, cursor.get());
           if (resumed) out += LineSnapshot(&cursor->line);
           cursor->last_write = std::chrono::steady_clock::now();
           if (sink.write(out.data(), out.size()) && !changes.closed) edge::DetachResponse(pushed);
@@ -313,7 +314,7 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
         }
         Changes changes = WaitForChanges(cursor->after, wait);
         if (changes.closed) return false;
-        out += FormatChanges(options_.epoch, changes, cursor.get());
+        out += FormatChanges(changes, cursor.get());
         const auto now = steady_clock::now();
         if (out.empty() && now - cursor->last_write >= options_.heartbeat) out = ": heartbeat\n\n";
         if (out.empty()) return true;

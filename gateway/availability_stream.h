@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -93,13 +94,23 @@ class AvailabilityStream {
   // stream. Returns how many changed.
   int Update(const std::vector<Availability>& read);
 
+  // A painting's place on the board: its last change's sequence number, its
+  // state then and that state's `painting` event (FormatAvailabilityEvent),
+  // formatted once for every stream. Immutable; a change makes a new one.
+  struct Entry {
+    std::uint64_t seq = 0;
+    Availability availability;
+    std::string event;
+  };
   struct Changes {
-    std::vector<std::pair<std::uint64_t, Availability>> items;  // in sequence order
+    std::vector<std::shared_ptr<const Entry>> items;  // in sequence order
     std::uint64_t upto = 0;  // the sequence the reader has now seen everything up to
     bool closed = false;     // Close() was called: end the stream
   };
   // The paintings changed after sequence `after`; waits up to `wait` for one
-  // if there is none yet (returns early, empty, when closed).
+  // if there is none yet (returns early, empty, when closed). Costs what
+  // changed, not the size of the catalogue: every open stream asks on every
+  // change, on the edge's one reactor thread.
   Changes WaitForChanges(std::uint64_t after, std::chrono::milliseconds wait);
 
   // The sequence a Last-Event-ID resumes after: its N when it was issued by
@@ -144,12 +155,15 @@ class AvailabilityStream {
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  std::map<std::string, std::pair<std::uint64_t, Availability>> board_;  // guarded by mu_
-  std::uint64_t seq_ = 0;                                                // guarded by mu_
-  bool closed_ = false;                                                  // guarded by mu_
-  int open_ = 0;                                                         // guarded by mu_
-  int waiting_ = 0;                                                      // guarded by mu_
-  std::function<void()> observer_;                                       // guarded by mu_
+  // Guarded by mu_: each painting's entry, and the same entries by sequence
+  // number (a reader after N starts at N's successor).
+  std::map<std::string, std::shared_ptr<const Entry>> board_;
+  std::map<std::uint64_t, std::shared_ptr<const Entry>> by_seq_;
+  std::uint64_t seq_ = 0;           // guarded by mu_
+  bool closed_ = false;             // guarded by mu_
+  int open_ = 0;                    // guarded by mu_
+  int waiting_ = 0;                 // guarded by mu_
+  std::function<void()> observer_;  // guarded by mu_
 };
 
 }  // namespace paintlock::gateway

@@ -11,7 +11,8 @@ namespace {
 
 std::vector<std::string> Ids(const AvailabilityStream::Changes& c) {
   std::vector<std::string> out;
-  for (const auto& [seq, a] : c.items) out.push_back(a.painting + ":" + a.state);
+  for (const auto& e : c.items)
+    out.push_back(e->availability.painting + ":" + e->availability.state);
   return out;
 }
 
@@ -33,7 +34,11 @@ TEST_CASE("storefront: a new reader gets every painting, then only what changed"
   CHECK(board.Update({{"p2", "reserved", "2026-12-02T14:05:09Z"}}) == 1);
   auto next = board.WaitForChanges(all.upto, milliseconds(0));
   REQUIRE(next.items.size() == 1);
-  CHECK(next.items[0].second.free_at == "2026-12-02T14:05:09Z");
+  CHECK(next.items[0]->availability.free_at == "2026-12-02T14:05:09Z");
+  // Its event was formatted once, with the sequence it was given.
+  CHECK(next.items[0]->seq == 3);
+  CHECK(next.items[0]->event ==
+        FormatAvailabilityEvent("e1", 3, {"p2", "reserved", "2026-12-02T14:05:09Z"}));
   CHECK(next.upto == 3);
 }
 
