@@ -348,12 +348,127 @@ ParseResult ParseResponse(std::string_view bytes, ParsedResponse* out) {
   return ParseResult::kDone;
 }
 
+namespace {
+
+// The run's availability streams: each sends one GET /v1/paintings/stream and
+// then only reads, discarding the events, until `stop`. A stream whose answer
+// is not a 200, or that the gateway closes before the end, is lost.
+class Watchers {
+ public:
+  Watchers(const Target& target, int count, const std::atomic<bool>& stop)
+      : stop_(stop), epoll_(epoll_create1(EPOLL_CLOEXEC)) {
+    const std::string request = "GET /v1/paintings/stream HTTP/1.1\r\nHost: " + target.host + ":" +
+                                target.port + "\r\nAccept: text/event-stream\r\n\r\n";
+    for (int i = 0; i < count; ++i) {
+      const int fd = Connect(target);
+      // A fresh socket's buffer takes the short request whole.
+      if (fd < 0 || send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+                        static_cast<ssize_t>(request.size())) {
+        if (fd >= 0) close(fd);
+        ++lost_;
+        continue;
+      }
+      epoll_event e{};
+      e.events = EPOLLIN;
+      e.data.u64 = streams_.size();
+      epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &e);
+      streams_.push_back({fd, false});
+    }
+  }
+  ~Watchers() {
+    for (const Stream& w : streams_) {
+      if (w.fd >= 0) close(w.fd);
+    }
+    close(epoll_);
+  }
+  Watchers(const Watchers&) = delete;
+  Watchers& operator=(const Watchers&) = delete;
+
+  // Reads until every stream opened has its answer (or is closed) and then
+  // until 200 ms pass with nothing sent, at most 10 s in all: the load starts
+  // once the gateway has sent every stream its first chunk (every painting).
+  void AwaitFirstChunks() {
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (answered_ < static_cast<long>(streams_.size()) && Clock::now() < until) Poll(100);
+    while (Poll(200) > 0 && Clock::now() < until) {
+    }
+  }
+
+  // Reads until `stop`.
+  void Run() {
+    while (!stop_) Poll(100);
+  }
+
+  long lost() const { return lost_; }
+  long long bytes() const { return bytes_; }
+
+ private:
+  struct Stream {
+    int fd;
+    bool answered;
+  };
+
+  // One wait for events, then reading what came; returns how many streams had some.
+  int Poll(int timeout_ms) {
+    epoll_event events[64];
+    const int n = epoll_wait(epoll_, events, 64, timeout_ms);
+    char buf[64 * 1024];
+    for (int i = 0; i < n; ++i) {
+      Stream& w = streams_[events[i].data.u64];
+      for (;;) {
+        const ssize_t got = recv(w.fd, buf, sizeof buf, 0);
+        if (got > 0) {
+          bytes_ += got;
+          if (!w.answered) {
+            w.answered = true;
+            ++answered_;
+            constexpr std::string_view kOk = "HTTP/1.1 200 ";
+            if (static_cast<std::size_t>(got) < kOk.size() ||
+                std::string_view(buf, kOk.size()) != kOk) {
+              Lose(w);
+              break;
+            }
+          }
+          continue;
+        }
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (got < 0 && errno == EINTR) continue;
+        if (!w.answered) {
+          w.answered = true;
+          ++answered_;
+        }
+        Lose(w);  // closed by the gateway, or failed
+        break;
+      }
+    }
+    return n;
+  }
+
+  void Lose(Stream& w) {
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, w.fd, nullptr);
+    close(w.fd);
+    w.fd = -1;
+    ++lost_;
+  }
+
+  const std::atomic<bool>& stop_;
+  const int epoll_;
+  std::vector<Stream> streams_;
+  long answered_ = 0;
+  long lost_ = 0;
+  long long bytes_ = 0;
+};
+
+}  // namespace
+
 nlohmann::json LoadResult::ToJson() const {
   return {{"iterations", iterations},
           {"ok", ok},
           {"refused", refused},
           {"errors", errors},
           {"clients_lost", clients_lost},
+          {"watchers_lost", watchers_lost},
+          {"watcher_bytes", watcher_bytes},
           {"seconds", seconds},
           {"tps", tps()},
           {"p50_ms", p50_ms},
@@ -380,7 +495,13 @@ LoadResult RunLoad(const LoadOptions& o, const Workload& workload) {
   for (int c = 0; c < o.clients; ++c) {
     loops[static_cast<std::size_t>(c % threads)]->Add(c, &totals[static_cast<std::size_t>(c)]);
   }
+  std::unique_ptr<Watchers> watchers;
   std::vector<std::thread> running;
+  if (o.watchers > 0) {
+    watchers = std::make_unique<Watchers>(target, o.watchers, stop);
+    watchers->AwaitFirstChunks();
+    running.emplace_back([&watchers] { watchers->Run(); });
+  }
   const auto start = Clock::now();
   for (auto& loop : loops) running.emplace_back([&loop] { loop->Run(); });
   std::this_thread::sleep_for(std::chrono::seconds(o.seconds));
@@ -396,6 +517,10 @@ LoadResult RunLoad(const LoadOptions& o, const Workload& workload) {
     result.refused += t.refused;
     result.errors += t.errors;
     result.clients_lost += t.lost ? 1 : 0;
+  }
+  if (watchers) {
+    result.watchers_lost = watchers->lost();
+    result.watcher_bytes = watchers->bytes();
   }
   result.iterations = static_cast<long>(all.size());
   result.p50_ms = Percentile(all, 0.50);

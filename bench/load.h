@@ -58,14 +58,20 @@ struct LoadOptions {
   // Seeds client c's key sequence with seed + c, so every run asks for the
   // same keys in the same order.
   std::uint32_t seed = 1000;
+  // Availability streams (GET /v1/paintings/stream) opened before the clients
+  // start and read until the run ends, on a thread of their own: the
+  // storefront's watching browsers, which every change is pushed to.
+  int watchers = 0;
 };
 
 struct LoadResult {
   long iterations = 0;
   long ok = 0;
-  long refused = 0;       // the service's deliberate "no" (409 busy, 429 over a limit)
-  long errors = 0;        // anything else, no answer included
-  long clients_lost = 0;  // clients that could not (re)connect and stopped early
+  long refused = 0;             // the service's deliberate "no" (409 busy, 429 over a limit)
+  long errors = 0;              // anything else, no answer included
+  long clients_lost = 0;        // clients that could not (re)connect and stopped early
+  long watchers_lost = 0;       // streams refused (no 200) or closed before the end
+  long long watcher_bytes = 0;  // what the streams were sent, the first chunks included
   double seconds = 0;
   double p50_ms = 0;
   double p99_ms = 0;

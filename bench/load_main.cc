@@ -25,6 +25,7 @@ constexpr const char* kUsage =
     "Usage: load --workload W --url http://127.0.0.1:8080 --api-key KEY [--clients 32]\n"
     "            [--threads 2] [--seconds 10] [--keys 1000] [--prefix bench-] [--bucket api] "
     "[--quota bench]\n"
+    "            [--watchers N]\n"
     "Each client runs iterations of W back to back on one keep-alive connection, each on a\n"
     "random key 1..KEYS; THREADS threads share the clients, as pgbench -j does:\n"
     "  reserve             POST /v1/reservations for painting PREFIX<k>\n"
@@ -32,9 +33,11 @@ constexpr const char* kUsage =
     "                      /v1/holds/{id}/commit: one iteration, both must succeed\n"
     "  ratelimit-take      POST /v1/ratelimits/BUCKET:<k>/take\n"
     "  quota-consume       POST /v1/quotas/QUOTA/consume for subject PREFIX<k>\n"
+    "--watchers N opens N availability streams (GET /v1/paintings/stream) first, waits\n"
+    "until each has its first chunk, and reads them until the end: watching browsers.\n"
     "Prints {\"workload\", \"iterations\", \"ok\", \"refused\", \"errors\", \"tps\", \"p50_ms\",\n"
-    "\"p99_ms\", \"clients_lost\", ...} as JSON. refused counts 409 (reserve, holds) and 429 "
-    "(ratelimit, quota).\n";
+    "\"p99_ms\", \"clients_lost\", \"watchers_lost\", ...} as JSON. refused counts 409 (reserve,\n"
+    "holds) and 429 (ratelimit, quota).\n";
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr, "load: %s\n%s", why.c_str(), kUsage);
@@ -112,6 +115,8 @@ int main(int argc, char** argv) {
       prefix = next();
     } else if (a == "--bucket") {
       bucket = next();
+    } else if (a == "--watchers") {
+      o.watchers = PositiveInt(a, next());
     } else if (a == "--quota") {
       quota = next();
     } else {
@@ -153,6 +158,7 @@ int main(int argc, char** argv) {
   }
   out["workload"] = workload;
   out["clients"] = o.clients;
+  out["watchers"] = o.watchers;
   std::cout << out.dump() << "\n";
   return 0;  // errors are reported in the JSON, not hidden behind an exit code
 }

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -70,15 +71,32 @@ TEST_CASE("The load generator refuses a URL without a port") {
 namespace {
 
 // A server answering POST /first with 201 and {"next":"<key>"} and POST
-// /second/<key> with 200, counting both; the workload chains them.
+// /second/<key> with 200, counting both; the workload chains them. GET
+// /v1/paintings/stream: the first `stream_limit` get an event, then a
+// comment every 300 ms until the server stops; the rest 503.
 struct TwoStepServer {
   httplib::Server server;
-  std::atomic<long> first{0}, second{0}, unauthorised{0};
+  std::atomic<long> first{0}, second{0}, unauthorised{0}, streams{0};
   int port = 0;
   std::thread thread;
 
-  explicit TwoStepServer(int keep_alive_max) {
+  explicit TwoStepServer(int keep_alive_max, long stream_limit = 0) {
     server.set_keep_alive_max_count(static_cast<std::size_t>(keep_alive_max));
+    server.Get("/v1/paintings/stream", [this, stream_limit](const httplib::Request&,
+                                                            httplib::Response& res) {
+      if (++streams > stream_limit) {
+        res.status = 503;
+        res.set_content(R"({"error":{"code":"too_many_streams"}})", "application/json");
+        return;
+      }
+      res.set_chunked_content_provider(
+          "text/event-stream", [sent = false](size_t, httplib::DataSink& sink) mutable {
+            if (sent) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            const std::string text = sent ? ": heartbeat\n\n" : "event: painting\ndata: {}\n\n";
+            sent = true;
+            return sink.write(text.data(), text.size());
+          });
+    });
     server.Post("/first", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.get_header_value("Authorization") != "Bearer k3y") ++unauthorised;
       ++first;
@@ -99,6 +117,14 @@ struct TwoStepServer {
   }
 };
 
+// Options to drive `s` with its API key.
+LoadOptions OptionsFor(const TwoStepServer& s) {
+  LoadOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(s.port);
+  o.api_key = "k3y";
+  return o;
+}
+
 Workload TwoSteps() {
   return {[](int key) {
             return Request{"/first", std::to_string(key)};
@@ -116,9 +142,7 @@ Workload TwoSteps() {
 
 TEST_CASE("The load generator runs chained requests on many clients over two threads") {
   TwoStepServer s(/*keep_alive_max=*/100000);
-  LoadOptions o;
-  o.url = "http://127.0.0.1:" + std::to_string(s.port);
-  o.api_key = "k3y";
+  LoadOptions o = OptionsFor(s);
   o.clients = 6;
   o.threads = 2;
   o.seconds = 1;
@@ -135,9 +159,7 @@ TEST_CASE("The load generator runs chained requests on many clients over two thr
 
 TEST_CASE("The load generator reconnects when the server closes after each answer") {
   TwoStepServer s(/*keep_alive_max=*/1);  // "Connection: close" on every answer
-  LoadOptions o;
-  o.url = "http://127.0.0.1:" + std::to_string(s.port);
-  o.api_key = "k3y";
+  LoadOptions o = OptionsFor(s);
   o.clients = 3;
   o.seconds = 1;
   const auto result = RunLoad(o, TwoSteps());
@@ -149,4 +171,19 @@ TEST_CASE("The load generator reconnects when the server closes after each answe
   CHECK(result.clients_lost == 0);
   CHECK(s.first == result.iterations);
   CHECK(s.second == 0);
+}
+
+TEST_CASE("The load generator keeps its watchers' streams open and counts the refused") {
+  TwoStepServer s(/*keep_alive_max=*/100000, /*stream_limit=*/3);
+  LoadOptions o = OptionsFor(s);
+  o.clients = 2;
+  o.seconds = 1;
+  o.watchers = 4;
+  const auto result = RunLoad(o, TwoSteps());
+  CHECK(s.streams == 4);
+  CHECK(result.watchers_lost == 1);  // the fourth was answered 503
+  // Three streams' first events and at least their status lines were read.
+  CHECK(result.watcher_bytes > 3 * static_cast<long long>(sizeof "event: painting\ndata: {}"));
+  CHECK(result.iterations > 0);
+  CHECK(result.ok == result.iterations);
 }

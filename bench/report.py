@@ -16,6 +16,7 @@ TITLES = {
     "reserve": "reserve, availability publishing on",
     "reserve-sql": "reserve SQL, availability publishing off",
     "reserve-unnamed": "reserve, unnamed statements (PgBouncer mode)",
+    "reserve-watched": "reserve, availability streams open",
     "credit-hold-commit": "credit hold + commit",
     "ratelimit-take": "rate-limit take",
     "quota-consume": "quota consume",
@@ -24,6 +25,7 @@ SQL = {
     "reserve": "reserve.sql",
     "reserve-sql": "reserve.sql",
     "reserve-unnamed": "reserve.sql",
+    "reserve-watched": "reserve.sql",
     "credit-hold-commit": "credit_hold.sql + credit_commit.sql",
     "ratelimit-take": "ratelimit_take.sql",
     "quota-consume": "quota_consume.sql",
@@ -45,6 +47,8 @@ for row in rows:
     gateway = [json.loads(x) for x in phases[0::2]]
     pgbench = [json.loads(x) for x in phases[1::2]]
     workloads.append((name, int(per_iteration), gateway, pgbench, rss))
+    if name == "reserve-watched":
+        TITLES[name] = f"reserve, {gateway[0].get('watchers', '?')} availability streams open"
 
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 lines = [
@@ -133,6 +137,10 @@ for name, per_iteration, g, p, rss in workloads:
             f"| {i} | {a['tps']:.0f} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['ok']} | "
             f"{a['refused']} | {a['errors']} | {b['tps']:.0f} | {b['p50_ms']:.2f} | "
             f"{b['p99_ms']:.2f} | {b['failed']} |")
+    if name == "reserve-watched":
+        lines += ["", "Streams lost (refused or closed early), and MB they were sent, each gateway "
+                  "round: " + ", ".join(f"{a['watchers_lost']} lost, {a['watcher_bytes'] / 1e6:.1f} MB"
+                                       for a in g)]
     if name == "quota-consume":
         off = sum(1 for a in g if a["ok"] != a["counted"])
         lines += ["", f"Rounds where the gateway's 200s ≠ the counts in quota_usage: {off}"]

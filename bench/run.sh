@@ -10,6 +10,9 @@
 #   reserve-unnamed     reserve with PAINTLOCK_DB_STATEMENTS=unnamed (what PgBouncer's
 #                       transaction pooling needs), pgbench with -M extended (unnamed
 #                       too); the report compares it with `reserve` (named)
+#   reserve-watched     reserve while BENCH_WATCHERS (100) availability streams are open
+#                       and read: every change is pushed to each (pgbench: the same
+#                       reserve, no streams)
 #   credit-hold-commit  hold 1 credit then commit it (two requests; one pgbench
 #                       transaction of credit_hold.sql + credit_commit.sql)
 #   ratelimit-take      one take of 1 token from a random key
@@ -23,7 +26,8 @@
 #
 #   bench/run.sh [BUILD]
 #   env: BENCH_CLIENTS (32), BENCH_SECONDS per phase (8), BENCH_ROUNDS (2),
-#        BENCH_WORKLOADS (all six, space-separated), BENCH_PAINTINGS (20000),
+#        BENCH_WORKLOADS (all seven, space-separated), BENCH_PAINTINGS (20000),
+#        BENCH_WATCHERS (100),
 #        BENCH_HOLD_SECONDS (2), BENCH_ACCOUNTS (1000), BENCH_KEYS (10000),
 #        BENCH_SUBJECTS (20000), BENCH_QUOTA_LIMIT (1000000000: never refuses,
 #        so every decision writes), BENCH_GATEWAY (another binary in the
@@ -55,9 +59,10 @@ PUBLISHING_OFF=("PGOPTIONS=-c paintlock.availability_notify=off")
 UNNAMED=("PAINTLOCK_DB_STATEMENTS=unnamed" "BENCH_PGBENCH_PROTOCOL=extended")
 # -----------------------------------------------------------------------------
 
-workloads=${BENCH_WORKLOADS:-reserve reserve-sql reserve-unnamed credit-hold-commit ratelimit-take quota-consume}
+workloads=${BENCH_WORKLOADS:-reserve reserve-sql reserve-unnamed reserve-watched credit-hold-commit ratelimit-take quota-consume}
 paintings=${BENCH_PAINTINGS:-20000}
 hold=${BENCH_HOLD_SECONDS:-2}
+watchers=${BENCH_WATCHERS:-100}
 accounts=${BENCH_ACCOUNTS:-1000}
 keys=${BENCH_KEYS:-10000}
 subjects=${BENCH_SUBJECTS:-20000}
@@ -150,6 +155,13 @@ check_balances() {  # SIDE JSON
   [[ "$off" == 0 ]] || { echo "bench: $off account(s) whose balance does not add up after $1" >&2; exit 1; }
   echo "$2"
 }
+# Every stream stayed open through the gateway's phase (pgbench's has none).
+check_watchers() {  # SIDE JSON
+  local lost
+  lost=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get("watchers_lost", 0))' "$2")
+  [[ "$lost" == 0 ]] || { echo "bench: $lost availability stream(s) refused or closed in $1" >&2; exit 1; }
+  echo "$2"
+}
 # Exactness under load: every decision the gateway allowed is one count in the table.
 check_quota() {  # SIDE JSON
   local counted
@@ -199,6 +211,11 @@ for w in $workloads; do
       [[ $w == reserve-unnamed ]] && switch=UNNAMED
       result=$(measure "$w" 1 "$switch" reset_reservations pass reserve.sql \
         "PAINTLOCK_HOLD_SECONDS=$hold" "--workload reserve --keys $paintings" \
+        "-D hold=$hold -D paintings=$paintings") ;;
+    reserve-watched)
+      result=$(measure "$w" 1 PUBLISHING_ON reset_reservations check_watchers reserve.sql \
+        "PAINTLOCK_HOLD_SECONDS=$hold PAINTLOCK_MAX_STREAMS=$watchers PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS=$((watchers + bench_clients * 2))" \
+        "--workload reserve --keys $paintings --watchers $watchers" \
         "-D hold=$hold -D paintings=$paintings") ;;
     credit-hold-commit)
       result=$(measure "$w" 2 PUBLISHING_ON reset_credits check_balances credit_hold_commit.sql \
