@@ -236,6 +236,31 @@ TEST_CASE("storefront: a change made through one gateway reaches the stream clie
   CheckInvariants(shop.db);
 }
 
+TEST_CASE("storefront: a new stream gets every painting of a large catalogue once, then changes") {
+  TestDatabase db;
+  // 3,000 more paintings: a first chunk of about 300 KB, written in pieces.
+  db.Exec(
+      "INSERT INTO paintings (id, title, price_minor, currency) "
+      "SELECT 'big-' || i, 'Big ' || i, 1000, 'eur' FROM generate_series(1, 3000) i");
+  const size_t all = std::stoul(db.Scalar("SELECT count(*) FROM paintings"));
+  REQUIRE(all == 3012);
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  StreamClient stream(gw.port());
+  REQUIRE(stream.Status() == 200);
+  const auto snapshot = stream.WaitForSnapshot(all);
+  REQUIRE(snapshot.size() == all);
+  CHECK(snapshot.at("big-1") == "available");
+  CHECK(snapshot.at("big-3000") == "available");
+  CHECK(snapshot.at("p12") == "available");
+  // Then only what changes.
+  REQUIRE(PostJson(gw.base(), "/v1/checkout", {{"paintings", {"big-2999"}}}).status == 201);
+  REQUIRE(stream.WaitFor("big-2999", "reserved"));
+  size_t painting_events = 0;
+  for (const auto& e : stream.events()) painting_events += e.event == "painting" ? 1 : 0;
+  CHECK(painting_events == all + 1);
+}
+
 TEST_CASE(
     "storefront: a lapsed hold shows as available with no write, scheduled from the database "
     "clock") {
