@@ -11,8 +11,9 @@ namespace {
 
 std::vector<std::string> Ids(const AvailabilityStream::Changes& c) {
   std::vector<std::string> out;
-  for (const auto& e : c.items)
+  for (const auto& e : c.items) {
     out.push_back(e->availability.painting + ":" + e->availability.state);
+  }
   return out;
 }
 
