@@ -412,36 +412,31 @@ class Watchers {
   int Poll(int timeout_ms) {
     epoll_event events[64];
     const int n = epoll_wait(epoll_, events, 64, timeout_ms);
+    for (int i = 0; i < n; ++i) Drain(streams_[events[i].data.u64]);
+    return n;
+  }
+
+  // Reads what `w` has now. Its first bytes must be a 200's status line; a
+  // refusal, an end or an error loses it.
+  void Drain(Stream& w) {
+    constexpr std::string_view kOk = "HTTP/1.1 200 ";
     char buf[64 * 1024];
-    for (int i = 0; i < n; ++i) {
-      Stream& w = streams_[events[i].data.u64];
-      for (;;) {
-        const ssize_t got = recv(w.fd, buf, sizeof buf, 0);
-        if (got > 0) {
-          bytes_ += got;
-          if (!w.answered) {
-            w.answered = true;
-            ++answered_;
-            constexpr std::string_view kOk = "HTTP/1.1 200 ";
-            if (static_cast<std::size_t>(got) < kOk.size() ||
-                std::string_view(buf, kOk.size()) != kOk) {
-              Lose(w);
-              break;
-            }
-          }
-          continue;
-        }
-        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (got < 0 && errno == EINTR) continue;
-        if (!w.answered) {
-          w.answered = true;
-          ++answered_;
-        }
-        Lose(w);  // closed by the gateway, or failed
-        break;
+    for (;;) {
+      const ssize_t got = recv(w.fd, buf, sizeof buf, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (got > 0) bytes_ += got;
+      const bool first = !w.answered;
+      if (first) {
+        w.answered = true;
+        ++answered_;
+      }
+      if (got <= 0 ||
+          (first &&
+           std::string_view(buf, static_cast<std::size_t>(got)).substr(0, kOk.size()) != kOk)) {
+        return Lose(w);
       }
     }
-    return n;
   }
 
   void Lose(Stream& w) {
