@@ -187,8 +187,10 @@ void ReservationStore::ReserveAsync(AsyncPool& pool, ReserveStatements statement
               pool, statements.reservation_get, *id, failure,
               std::chrono::steady_clock::now() + db_.options().outcome_lookup_patience, done);
         }
-        done(Announced(paintings, ReserveDecided(reply.rows(),
-                                                 [&reply](int i) { return ColumnsOf(reply, i); })));
+        done(Announced(paintings, ReadOrFail<ReserveOutcome>("reserve", [&] {
+                         return ReserveDecided(reply.rows(),
+                                               [&reply](int i) { return ColumnsOf(reply, i); });
+                       })));
       },
       std::move(wanted));
 }
@@ -284,7 +286,9 @@ DbResult<std::optional<ReservationView>> ReservationStore::Get(const std::string
 DbResult<std::optional<ReservationView>> ReservationStore::ViewFrom(const AsyncReply& reply) {
   if (!reply.ok()) return reply.Failure("reservation_get");
   if (reply.rows() == 0) return std::optional<ReservationView>();
-  return std::optional<ReservationView>(ViewOf(ColumnsOf(reply, 0)));
+  return ReadOrFail<DbResult<std::optional<ReservationView>>>("reservation_get", [&] {
+    return std::optional<ReservationView>(ViewOf(ColumnsOf(reply, 0)));
+  });
 }
 
 }  // namespace paintlock::locks

@@ -86,6 +86,27 @@ TEST_CASE(
   CHECK(TakeWith(gw.base(), "api:other").json["remaining"] == 3);
 }
 
+TEST_CASE("reactor routes: a row the gateway cannot read is a 500, and the gateway stays up") {
+  TestDatabase db({{"p1", 1000}});
+  Gateway gw(db, kNoStripe, Limits("api:100:0.001", "1"));
+  REQUIRE(TakeWith(gw.base(), "api:caller").status == 200);
+  // The statement now breaks its promise: the bucket's level is NULL, and so
+  // is the row's "remaining", which the gateway reads as a whole number.
+  db.Scalar(
+      "ALTER TABLE rate_limit_buckets ALTER tokens DROP NOT NULL, ALTER last_allowed DROP NOT "
+      "NULL; CREATE OR REPLACE FUNCTION paintlock_bucket_level(p_tokens numeric, p_refreshed_at "
+      "timestamptz, p_capacity numeric, p_refill_per_second numeric) RETURNS numeric LANGUAGE "
+      "sql AS 'SELECT NULL::numeric'; SELECT 1");
+  const Reply broken = TakeWith(gw.base(), "api:caller");
+  CHECK(broken.status == 500);
+  CHECK(broken.json["code"] == "internal");
+  CHECK(RunBy(db, "paintlock-async") == "1");  // the reactor ran it, and read its row
+  CHECK(gw.LogUpToNow().find("\"database_reply_unreadable\"") != std::string::npos);
+  // Still serving: the reactor thread did not end.
+  CHECK(Request(gw.base(), "GET", "/healthz").status == 200);
+  CHECK(TakeWith(gw.base(), "api:other").status == 200);  // a new key takes the insert path
+}
+
 TEST_CASE("reactor routes: after the database ends the reactor's connections, the next takes run") {
   TestDatabase db({{"p1", 1000}});
   Gateway gw(db, kNoStripe, Limits("api:100:0.001", "2"));
