@@ -25,6 +25,19 @@ inline std::string AsciiLower(std::string_view s) {
   return out;
 }
 
+// True when `a` and `b` are equal but for the case of ASCII letters: a header
+// name checked without a lower-cased copy.
+inline bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // True when `s` is min..max bytes, the first an ASCII letter or digit or one
 // of `first_extra`, each other an ASCII letter or digit or one of
 // `rest_extra`. IsToken(s, 1, 64, "", "_.-") is ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$.

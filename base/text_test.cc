@@ -9,6 +9,15 @@
 namespace paintlock::base {
 namespace {
 
+TEST_CASE("EqualsIgnoringCase compares ASCII letters without their case, and nothing else") {
+  CHECK(EqualsIgnoringCase("Content-Length", "content-length"));
+  CHECK(EqualsIgnoringCase("", ""));
+  CHECK_FALSE(EqualsIgnoringCase("Content-Length", "content-lengt"));
+  CHECK_FALSE(EqualsIgnoringCase("a", "b"));
+  CHECK_FALSE(EqualsIgnoringCase("\xc3\x89", "\xc3\xa9"));  // É and é: not ASCII
+  CHECK_FALSE(EqualsIgnoringCase("@", "`"));                // 0x40 and 0x60: letters only
+}
+
 TEST_CASE("IsToken agrees with the regular expression it replaces") {
   // ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$, the painting id, against IsToken(s, 1, 64, "", "_.-").
   const std::regex painting("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");

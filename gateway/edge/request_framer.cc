@@ -36,20 +36,21 @@ bool IsTokenChar(unsigned char c) {
   }
 }
 
-bool IsToken(const std::string& s) {
+bool IsToken(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return IsTokenChar(static_cast<unsigned char>(c));
   });
 }
 
 // True when the comma-separated list `value` has `token` (case-insensitive).
-bool HasToken(const std::string& value, const char* token) {
-  const std::string lower = base::AsciiLower(value);
+bool HasToken(std::string_view value, std::string_view token) {
   std::size_t start = 0;
-  while (start <= lower.size()) {
-    auto comma = lower.find(',', start);
-    if (comma == std::string::npos) comma = lower.size();
-    if (base::Trim(lower.substr(start, comma - start)) == token) return true;
+  while (start <= value.size()) {
+    auto comma = value.find(',', start);
+    if (comma == std::string_view::npos) comma = value.size();
+    if (base::EqualsIgnoringCase(base::TrimView(value.substr(start, comma - start)), token)) {
+      return true;
+    }
     start = comma + 1;
   }
   return false;
@@ -113,9 +114,11 @@ RequestFramer::Result RequestFramer::Feed(std::string* in) {
           return Fail(431, "headers_too_large",
                       "The request's header section is larger than this gateway accepts.");
         }
-        const std::string head = in->substr(0, end + 2);  // each line keeps its CRLF
+        // Each line keeps its CRLF; read in place, then consumed.
+        if (ParseHead(std::string_view(in->data(), end + 2)) == Result::kError) {
+          return Result::kError;
+        }
         in->erase(0, end + 4);
-        if (ParseHead(head) == Result::kError) return Result::kError;
         if (FinishHead() == Result::kError) return Result::kError;
         break;
       }
@@ -198,15 +201,18 @@ RequestFramer::Result RequestFramer::Feed(std::string* in) {
   }
 }
 
-RequestFramer::Result RequestFramer::ParseHead(const std::string& head) {
+RequestFramer::Result RequestFramer::ParseHead(std::string_view head) {
+  // Views into `head` throughout: only what is kept (the method, the target
+  // and the normalised head) is copied.
   std::size_t line_start = 0;
   bool first = true;
   bool has_length = false, has_transfer_encoding = false;
   std::uint64_t length = 0;
-  std::string version;
+  std::string_view version;
+  head_out_.reserve(head.size() + 32);
   while (line_start < head.size()) {
     const auto eol = head.find("\r\n", line_start);
-    const std::string line = head.substr(line_start, eol - line_start);
+    const std::string_view line = head.substr(line_start, eol - line_start);
     line_start = eol + 2;
     for (unsigned char c : line) {
       if ((c < 0x20 && c != '\t') || c == 0x7f) {
@@ -236,7 +242,7 @@ RequestFramer::Result RequestFramer::ParseHead(const std::string& head) {
       wants_close_ = version == "HTTP/1.0";
       expects_body_method_ =
           method_ == "POST" || method_ == "PUT" || method_ == "PATCH" || method_ == "DELETE";
-      head_out_ = line + "\r\n";
+      head_out_.assign(line).append("\r\n");
       continue;
     }
     if (!line.empty() && (line[0] == ' ' || line[0] == '\t')) {
@@ -246,15 +252,16 @@ RequestFramer::Result RequestFramer::ParseHead(const std::string& head) {
     if (colon == std::string::npos || !IsToken(line.substr(0, colon))) {
       return Fail(400, "invalid_request", "A header line is not NAME: VALUE.");
     }
-    const std::string name = base::AsciiLower(line.substr(0, colon));
-    const std::string value = base::Trim(line.substr(colon + 1));
-    if (name == "content-length") {
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = base::TrimView(line.substr(colon + 1));
+    if (base::EqualsIgnoringCase(name, "content-length")) {
       if (value.empty() || value.size() > 18 ||
           !std::all_of(value.begin(), value.end(),
                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
         return Fail(400, "invalid_request", "Content-Length is not a number.");
       }
-      const std::uint64_t n = std::stoull(value);
+      std::uint64_t n = 0;  // at most 18 digits: no overflow
+      for (char c : value) n = n * 10 + static_cast<std::uint64_t>(c - '0');
       if (has_length && n != length) {
         return Fail(400, "invalid_request", "The request has two different Content-Lengths.");
       }
@@ -262,30 +269,31 @@ RequestFramer::Result RequestFramer::ParseHead(const std::string& head) {
       length = n;
       continue;
     }
-    if (name == "transfer-encoding") {
-      if (has_transfer_encoding || base::AsciiLower(value) != "chunked") {
+    if (base::EqualsIgnoringCase(name, "transfer-encoding")) {
+      if (has_transfer_encoding || !base::EqualsIgnoringCase(value, "chunked")) {
         return Fail(501, "unsupported_transfer_encoding",
                     "Only Transfer-Encoding: chunked is accepted for request bodies.");
       }
       has_transfer_encoding = true;
       continue;
     }
-    if (name == "expect") {
-      if (base::AsciiLower(value) != "100-continue") {
+    if (base::EqualsIgnoringCase(name, "expect")) {
+      if (!base::EqualsIgnoringCase(value, "100-continue")) {
         return Fail(417, "expectation_failed", "Only Expect: 100-continue is understood.");
       }
       expect_continue_ = true;
       continue;
     }
-    if (name == "content-encoding" && base::AsciiLower(value) != "identity") {
+    if (base::EqualsIgnoringCase(name, "content-encoding") &&
+        !base::EqualsIgnoringCase(value, "identity")) {
       // A compressed body could expand far past the body limit once decoded.
       return Fail(415, "unsupported_content_encoding", "Send request bodies uncompressed.");
     }
-    if (name == "connection") {
+    if (base::EqualsIgnoringCase(name, "connection")) {
       if (HasToken(value, "close")) wants_close_ = true;
       if (version == "HTTP/1.0" && HasToken(value, "keep-alive")) wants_close_ = false;
     }
-    head_out_ += line.substr(0, colon) + ": " + value + "\r\n";
+    head_out_.append(name).append(": ").append(value).append("\r\n");
   }
   if (has_length && has_transfer_encoding) {
     return Fail(400, "invalid_request",

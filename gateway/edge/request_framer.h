@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace paintlock::gateway::edge {
 
@@ -90,7 +91,7 @@ class RequestFramer {
   };
 
   Result Fail(int status, const char* code, std::string message);
-  Result ParseHead(const std::string& head);
+  Result ParseHead(std::string_view head);
   Result FinishHead();
   Result Complete();
 
