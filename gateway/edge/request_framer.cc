@@ -68,6 +68,7 @@ void RequestFramer::Reset() {
   state_ = State::kHead;
   started_ = false;
   head_scanned_ = 0;
+  blank_bytes_ = 0;
   trailer_bytes_ = 0;
   remaining_ = 0;
   chunked_ = false;
@@ -91,11 +92,13 @@ RequestFramer::Result RequestFramer::Feed(std::string* in) {
         return Result::kComplete;
 
       case State::kHead: {
-        // RFC 9112 §2.2: empty lines before a request line are ignored.
+        // RFC 9112 §2.2: empty lines before a request line are ignored, a
+        // few: counted across reads, so how they arrive does not matter.
         if (head_scanned_ == 0) {
           std::size_t skip = 0;
           while (skip < in->size() && ((*in)[skip] == '\r' || (*in)[skip] == '\n')) ++skip;
-          if (skip > 4) return Fail(400, "invalid_request", "The request line is missing.");
+          blank_bytes_ += skip;
+          if (blank_bytes_ > 4) return Fail(400, "invalid_request", "The request line is missing.");
           in->erase(0, skip);
         }
         if (in->empty()) return Result::kNeedMore;

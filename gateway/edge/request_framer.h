@@ -99,6 +99,7 @@ class RequestFramer {
   State state_ = State::kHead;
   bool started_ = false;
   std::size_t head_scanned_ = 0;   // bytes of *in already searched for the head's end
+  std::size_t blank_bytes_ = 0;    // CR and LF bytes skipped before the request line
   std::size_t trailer_bytes_ = 0;  // header-section bytes used by chunk lines and trailers
   std::uint64_t remaining_ = 0;    // body bytes still owed by Content-Length or the chunk
   bool chunked_ = false;

@@ -208,3 +208,19 @@ TEST_CASE("framer: empty lines before a request are skipped and do not start it"
   in = "GET / HTTP/1.1\r\n\r\n";
   CHECK(f.Feed(&in) == Result::kComplete);
 }
+
+TEST_CASE("framer: at most four blank-line bytes before a request, however they arrive") {
+  // Found by fuzz/request_framer_fuzz.cc: counted per read, a client sending
+  // them a few at a time could send any number.
+  const std::string six = "\r\n\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+  RequestFramer whole(Small());
+  std::string in = six;
+  CHECK(whole.Feed(&in) == Result::kError);
+  RequestFramer pieces(Small());
+  std::string rest;
+  CHECK(FeedByteByByte(pieces, six, &rest) == Result::kError);
+  CHECK(pieces.error().status == 400);
+  RequestFramer four(Small());
+  std::string four_in;
+  CHECK(FeedByteByByte(four, "\r\n\r\nGET / HTTP/1.1\r\n\r\n", &four_in) == Result::kComplete);
+}
