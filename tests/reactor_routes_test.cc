@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -84,6 +85,32 @@ TEST_CASE(
   CHECK(keyed.status == 200);
   CHECK(keyed.json["remaining"] == 4);
   CHECK(TakeWith(gw.base(), "api:other").json["remaining"] == 3);
+}
+
+TEST_CASE("reactor routes: a request's access line names its id, method, path, status and time") {
+  TestDatabase db({{"p1", 1000}});
+  Gateway gw(db, kNoStripe, Limits("api:1:0.001", "1"));
+  const Reply granted = TakeWith(gw.base(), "api:caller", {{"X-Request-Id", "access-line-1"}});
+  const Reply limited = TakeWith(gw.base(), "api:caller", {{"X-Request-Id", "access-line-2"}});
+  REQUIRE(granted.status == 200);
+  REQUIRE(limited.status == 429);
+  gw.LogUpToNow();
+  std::map<std::string, json> lines;
+  for (const json& line : gw.process().Events("request")) {
+    lines[line.value("request_id", "")] = line;
+  }
+  for (const auto& [id, status] : {std::pair<std::string, int>{"access-line-1", 200},
+                                   std::pair<std::string, int>{"access-line-2", 429}}) {
+    CAPTURE(id);
+    REQUIRE(lines.count(id) == 1);
+    const json& line = lines[id];
+    CHECK(line["level"] == "info");
+    CHECK(line["method"] == "POST");
+    CHECK(line["path"] == "/v1/ratelimits/api:caller/take");
+    CHECK(line["status"] == status);
+    CHECK(line["duration_ms"].is_number());
+    CHECK(line["duration_ms"].get<double>() >= 0);
+  }
 }
 
 TEST_CASE("reactor routes: a row the gateway cannot read is a 500, and the gateway stays up") {
