@@ -87,6 +87,10 @@ struct Cursor {
 // once do not each hold all of it (make bench's reserve-watched: a peak RSS of
 // 128 MB with 100 streams, written whole).
 constexpr std::size_t kWriteSlice = 64 * 1024;
+// And read from the board this many at a time: neither a list of every
+// painting (320 KB of pointers for 20,000) for each new stream, nor the
+// board's lock held, against the reactor's pushes, while it is made.
+constexpr std::size_t kFirstReadBatch = 256;
 
 // Appends the events `changes` owe the stream at `cursor` to `out`, and
 // advances the cursor. With a sink, writes `out` whenever it passes
@@ -163,7 +167,8 @@ int AvailabilityStream::Update(const std::vector<Availability>& read) {
 }
 
 AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t after,
-                                                               std::chrono::milliseconds wait) {
+                                                               std::chrono::milliseconds wait,
+                                                               std::size_t limit) {
   std::unique_lock<std::mutex> lock(mu_);
   ++waiting_;
   changed_.wait_for(lock, wait, [&] { return closed_ || seq_ > after; });
@@ -173,6 +178,12 @@ AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t aft
   out.upto = std::max(after, seq_);
   if (closed_ || seq_ <= after) return out;
   for (auto it = by_seq_.upper_bound(after); it != by_seq_.end(); ++it) {
+    if (out.items.size() == limit) {
+      // Up to the last one taken: a painting changed since moves past it.
+      out.upto = out.items.back()->seq;
+      out.more = true;
+      break;
+    }
     out.items.push_back(it->second);
   }
   return out;
@@ -298,8 +309,11 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
     res.set_chunked_content_provider(
         "text/event-stream", [this, pushed, cursor, resumed](size_t, httplib::DataSink& sink) {
           std::string out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
-          Changes changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0));
-          if (!AppendChanges(changes, cursor.get(), &out, &sink)) return false;
+          Changes changes;
+          do {
+            changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0), kFirstReadBatch);
+            if (!AppendChanges(changes, cursor.get(), &out, &sink)) return false;
+          } while (changes.more);
           if (resumed) out += LineSnapshot(&cursor->line);
           cursor->last_write = std::chrono::steady_clock::now();
           // (Never a write of nothing: to httplib that means "no more data".)

@@ -106,12 +106,15 @@ class AvailabilityStream {
     std::vector<std::shared_ptr<const Entry>> items;  // in sequence order
     std::uint64_t upto = 0;  // the sequence the reader has now seen everything up to
     bool closed = false;     // Close() was called: end the stream
+    bool more = false;       // `limit` cut it short: more changes follow `upto` now
   };
-  // The paintings changed after sequence `after`; waits up to `wait` for one
-  // if there is none yet (returns early, empty, when closed). Costs what
-  // changed, not the size of the catalogue: every open stream asks on every
-  // change, on the edge's one reactor thread.
-  Changes WaitForChanges(std::uint64_t after, std::chrono::milliseconds wait);
+  // The paintings changed after sequence `after`, at most `limit` of them
+  // (the first ones); waits up to `wait` for one if there is none yet
+  // (returns early, empty, when closed). Costs what it returns, not the size
+  // of the catalogue: every open stream asks on every change, on the edge's
+  // one reactor thread, and a new stream reads the whole board in batches.
+  Changes WaitForChanges(std::uint64_t after, std::chrono::milliseconds wait,
+                         std::size_t limit = SIZE_MAX);
 
   // The sequence a Last-Event-ID resumes after: its N when it was issued by
   // this board (same epoch, N not ahead of the board), else 0 (everything).

@@ -57,6 +57,39 @@ TEST_CASE("storefront: a painting that changes many times is sent once, in its l
   CHECK(Ids(c) == std::vector<std::string>{"p2:reserved", "p1:sold"});
 }
 
+TEST_CASE("storefront: a reader in batches gets every painting once, and what changes between") {
+  AvailabilityStreamOptions options;
+  options.epoch = "e1";
+  AvailabilityStream board(options);
+  board.Update({{"p1", "available", ""},
+                {"p2", "available", ""},
+                {"p3", "available", ""},
+                {"p4", "available", ""},
+                {"p5", "available", ""}});
+  auto first = board.WaitForChanges(0, milliseconds(0), 2);
+  CHECK(Ids(first) == std::vector<std::string>{"p1:available", "p2:available"});
+  CHECK(first.more);
+  CHECK(first.upto == 2);
+  // p1 (already read) and p4 (not yet) change between two batches: each is
+  // read again, or for the first time, in its new state, after the rest.
+  board.Update({{"p1", "sold", ""}, {"p4", "sold", ""}});
+  std::vector<std::string> rest;
+  std::uint64_t after = first.upto;
+  for (;;) {
+    auto batch = board.WaitForChanges(after, milliseconds(0), 2);
+    CHECK(batch.items.size() <= 2);
+    for (const auto& id : Ids(batch)) rest.push_back(id);
+    after = batch.upto;
+    if (!batch.more) break;
+  }
+  CHECK(rest == std::vector<std::string>{"p3:available", "p5:available", "p1:sold", "p4:sold"});
+  CHECK(after == 7);
+  // A batch that takes exactly what is left says there is no more.
+  auto none = board.WaitForChanges(after, milliseconds(0), 2);
+  CHECK(none.items.empty());
+  CHECK(!none.more);
+}
+
 TEST_CASE("storefront: Last-Event-ID resumes only within the same epoch and sequence") {
   AvailabilityStreamOptions options;
   options.epoch = "abc123";
