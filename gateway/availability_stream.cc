@@ -177,6 +177,7 @@ AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t aft
   out.closed = closed_;
   out.upto = std::max(after, seq_);
   if (closed_ || seq_ <= after) return out;
+  limit = std::max<std::size_t>(limit, 1);  // a batch of none would never advance
   for (auto it = by_seq_.upper_bound(after); it != by_seq_.end(); ++it) {
     if (out.items.size() == limit) {
       // Up to the last one taken: a painting changed since moves past it.

@@ -108,8 +108,8 @@ class AvailabilityStream {
     bool closed = false;     // Close() was called: end the stream
     bool more = false;       // `limit` cut it short: more changes follow `upto` now
   };
-  // The paintings changed after sequence `after`, at most `limit` of them
-  // (the first ones); waits up to `wait` for one if there is none yet
+  // The paintings changed after sequence `after`, at most `limit` (at least
+  // 1) of them, the first ones; waits up to `wait` for one if there is none yet
   // (returns early, empty, when closed). Costs what it returns, not the size
   // of the catalogue: every open stream asks on every change, on the edge's
   // one reactor thread, and a new stream reads the whole board in batches.

@@ -88,6 +88,10 @@ TEST_CASE("storefront: a reader in batches gets every painting once, and what ch
   auto none = board.WaitForChanges(after, milliseconds(0), 2);
   CHECK(none.items.empty());
   CHECK(!none.more);
+  // A limit of none is taken as one: a batch always advances.
+  auto one = board.WaitForChanges(0, milliseconds(0), 0);
+  CHECK(one.items.size() == 1);
+  CHECK(one.more);
 }
 
 TEST_CASE("storefront: Last-Event-ID resumes only within the same epoch and sequence") {
