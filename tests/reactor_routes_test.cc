@@ -99,8 +99,11 @@ TEST_CASE("reactor routes: a request's access line names its id, method, path, s
   for (const json& line : gw.process().Events("request")) {
     lines[line.value("request_id", "")] = line;
   }
-  for (const auto& [id, status] : {std::pair<std::string, int>{"access-line-1", 200},
-                                   std::pair<std::string, int>{"access-line-2", 429}}) {
+  // (Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.)
+  for (const auto& expected : {std::pair<std::string, int>{"access-line-1", 200},
+                               std::pair<std::string, int>{"access-line-2", 429}}) {
+    const std::string& id = expected.first;
+    const int status = expected.second;
     CAPTURE(id);
     REQUIRE(lines.count(id) == 1);
     const json& line = lines[id];
