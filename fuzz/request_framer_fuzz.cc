@@ -8,7 +8,7 @@
 //     the same refusal (status and code) ends the stream, whether the bytes
 //     arrive all at once or read by read;
 //   * bounded: while it waits for more, the framer leaves at most the header
-//     limit (or one chunk-size line, 1 KB) unread in the buffer, and a
+//     limit (or one chunk-size line, kMaxChunkLineBytes) unread in the buffer, and a
 //     completed body is never over the body limit;
 //   * a completed request has exactly one framing: no Transfer-Encoding, no
 //     Expect, and a Content-Length equal to its body's size when it has a
@@ -25,13 +25,13 @@
 
 using paintlock::base::EqualsIgnoringCase;
 using paintlock::gateway::edge::FramerLimits;
+using paintlock::gateway::edge::kMaxChunkLineBytes;
 using paintlock::gateway::edge::RequestFramer;
 using Result = RequestFramer::Result;
 
 namespace {
 
 constexpr FramerLimits kLimits{512, 256};
-constexpr std::size_t kMaxChunkLine = 1024;  // request_framer.cc
 
 struct Framed {
   std::vector<std::string> requests;
@@ -82,7 +82,7 @@ Framed Frame(std::string_view stream, std::size_t read_size) {
         FUZZ_CHECK(out.status >= 400 && out.status <= 599 && !out.code.empty());
         return out;
       case Result::kNeedMore: {
-        FUZZ_CHECK(in.size() <= std::max(kLimits.max_header_bytes, kMaxChunkLine));
+        FUZZ_CHECK(in.size() <= std::max(kLimits.max_header_bytes, kMaxChunkLineBytes));
         if (fed == stream.size()) return out;
         const std::size_t n = std::min(read_size, stream.size() - fed);
         in.append(stream.substr(fed, n));

@@ -9,8 +9,6 @@ namespace paintlock::gateway::edge {
 
 namespace {
 
-constexpr std::size_t kMaxChunkLine = 1024;  // size, extensions and CRLF
-
 // RFC 9110 §5.6.2 tchar.
 bool IsTokenChar(unsigned char c) {
   if (std::isalnum(c)) return true;
@@ -151,12 +149,12 @@ RequestFramer::Result RequestFramer::Feed(std::string* in) {
       case State::kChunkSize: {
         const auto eol = in->find("\r\n");
         if (eol == std::string::npos) {
-          if (in->size() > kMaxChunkLine) {
+          if (in->size() > kMaxChunkLineBytes) {
             return Fail(400, "invalid_request", "A chunk-size line of the body is too long.");
           }
           return Result::kNeedMore;
         }
-        if (eol + 2 > kMaxChunkLine) {
+        if (eol + 2 > kMaxChunkLineBytes) {
           return Fail(400, "invalid_request", "A chunk-size line of the body is too long.");
         }
         std::string line = in->substr(0, eol);

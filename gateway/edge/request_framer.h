@@ -35,6 +35,9 @@
 
 namespace paintlock::gateway::edge {
 
+// The longest chunk-size line of a chunked body (size, extensions, CRLF).
+constexpr std::size_t kMaxChunkLineBytes = 1024;
+
 struct FramerLimits {
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_body_bytes = 64 * 1024;
