@@ -132,6 +132,16 @@ bench_pg_cpu_ticks() {
   } | awk '{n += $1} END {print n + 0}'
 }
 
+# WAL flushes (fdatasync of the WAL, by any process) the cluster has made so
+# far. A commit under synchronous_commit waits for one, and one flush serves
+# every commit waiting then (group commit): the fewer commits wait together,
+# the more flushes a unit of work costs PostgreSQL. Read outside the CPU
+# windows (it is a backend of its own). PostgreSQL 15's processes publish
+# their counts at most once a second (and an idle backend up to a second after
+# its last statement), so the count after a phase is read 1.2 s after it ends.
+bench_wal_flushes() { psql "$bench_admin_url" -Atqc "SELECT wal_sync FROM pg_stat_wal"; }
+bench_wal_flushes_settled() { sleep 1.2 && bench_wal_flushes; }
+
 # CPU ticks the whole machine has been busy so far (every core; idle and
 # iowait excluded).
 bench_busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
@@ -151,17 +161,19 @@ bench_timed() {
 }
 
 # bench_cpu_json JSON ITERATIONS-KEY CLIENT-TICKS PG-BEFORE PG-AFTER BUSY-BEFORE
-# BUSY-AFTER: adds client_cpu_us (the load generator or pgbench), db_cpu_us
-# (PostgreSQL) and machine_cpu_us (every core, everything) per iteration.
+# BUSY-AFTER WAL-BEFORE WAL-AFTER: adds client_cpu_us (the load generator or
+# pgbench), db_cpu_us (PostgreSQL), machine_cpu_us (every core, everything)
+# and wal_flushes (bench_wal_flushes) per iteration.
 bench_cpu_json() {
   python3 -c 'import json, sys, os
 r = json.loads(sys.argv[1])
 n = max(r[sys.argv[2]], 1)
 us = 1e6 / os.sysconf("SC_CLK_TCK") / n
-client, pg0, pg1, busy0, busy1 = (int(x) for x in sys.argv[3:8])
+client, pg0, pg1, busy0, busy1, wal0, wal1 = (int(x) for x in sys.argv[3:10])
 r["client_cpu_us"] = client * us
 r["db_cpu_us"] = (pg1 - pg0) * us
 r["machine_cpu_us"] = (busy1 - busy0) * us
+r["wal_flushes"] = (wal1 - wal0) / n
 print(json.dumps(r))' "$@"
 }
 
@@ -172,7 +184,8 @@ print(json.dumps(r))' "$@"
 bench_gateway_phase() {
   local pid=$1
   shift
-  local before after switches_before switches_after out pg_before busy_before
+  local before after switches_before switches_after out pg_before busy_before wal_before
+  wal_before=$(bench_wal_flushes)
   switches_before=$(bench_switches "$pid")
   before=$(bench_cpu_ticks "$pid")
   pg_before=$(bench_pg_cpu_ticks)
@@ -185,6 +198,8 @@ bench_gateway_phase() {
   pg_after=$(bench_pg_cpu_ticks)
   after=$(bench_cpu_ticks "$pid")
   switches_after=$(bench_switches "$pid")
+  local wal_after
+  wal_after=$(bench_wal_flushes_settled)
   out=$(python3 -c 'import json, sys, os
 r = json.loads(sys.argv[1])
 ticks = int(sys.argv[3]) - int(sys.argv[2])
@@ -193,7 +208,7 @@ r["gateway_switches"] = (int(sys.argv[5]) - int(sys.argv[4])) / max(r["iteration
 print(json.dumps(r))' "$(cat "$bench_work/load.json")" "$before" "$after" "$switches_before" \
     "$switches_after")
   bench_cpu_json "$out" iterations "$(cat "$bench_work/load.ticks")" "$pg_before" "$pg_after" \
-    "$busy_before" "$busy_after"
+    "$busy_before" "$busy_after" "$wal_before" "$wal_after"
 }
 
 # bench_pgbench_phase DB_URL SCRIPT [PGBENCH-ARGS...]: pgbench -M prepared
@@ -204,7 +219,8 @@ bench_pgbench_phase() {
   local db=$1 script=$2
   shift 2
   rm -f "$bench_work"/pgbench_log.*
-  local pg_before busy_before pg_after busy_after
+  local pg_before busy_before pg_after busy_after wal_before wal_after
+  wal_before=$(bench_wal_flushes)
   pg_before=$(bench_pg_cpu_ticks)
   busy_before=$(bench_busy_ticks)
   (cd "$bench_work" && bench_timed pgbench.ticks pgbench -n -M "${BENCH_PGBENCH_PROTOCOL:-prepared}" \
@@ -212,6 +228,7 @@ bench_pgbench_phase() {
     "$db" >pgbench.out 2>&1) || { cat "$bench_work/pgbench.out" >&2; exit 1; }
   busy_after=$(bench_busy_ticks)
   pg_after=$(bench_pg_cpu_ticks)
+  wal_after=$(bench_wal_flushes_settled)
   local tps failed
   tps=$(awk '/^tps = / {print $3; exit}' "$bench_work/pgbench.out")
   failed=$(awk '/^number of failed transactions: / {print $5; exit}' "$bench_work/pgbench.out")
@@ -223,7 +240,7 @@ bench_pgbench_phase() {
   p99=$(awk -v n="$n" 'NR == int(n * 0.99) + 1 {printf "%.3f", $1 / 1000; exit}' "$bench_work/lat.txt")
   bench_cpu_json "{\"tps\": $tps, \"p50_ms\": ${p50:-0}, \"p99_ms\": ${p99:-0}, \"transactions\": $n, \"failed\": ${failed:-0}}" \
     transactions "$(cat "$bench_work/pgbench.ticks")" "$pg_before" "$pg_after" "$busy_before" \
-    "$busy_after"
+    "$busy_after" "$wal_before" "$wal_after"
 }
 
 # bench_statement SQL_FILE SED-ARGS...: a gateway statement from sql/queries/

@@ -109,6 +109,22 @@ if has_cpu:
             f"{mean(p, 'client_cpu_us'):.0f} | {mean(p, 'db_cpu_us'):.0f} | {pm:.0f} | "
             f"**{ratio(pm, gm):.2f}** |")
 
+# Group commit: how many WAL flushes PostgreSQL made for a unit of work on each
+# side. More flushes a unit is more PostgreSQL CPU a unit with the same SQL.
+if all("wal_flushes" in x for w in workloads for x in w[2] + w[3]):
+    lines += [
+        "", "### WAL flushes per unit of work (the mean of the rounds)", "",
+        "pg_stat_wal.wal_sync over each phase divided by its units. Under synchronous_commit a "
+        "commit waits for a flush of the WAL, and one flush serves every commit waiting then "
+        "(group commit): the fewer commits wait together, the more flushes the same work "
+        "costs PostgreSQL.", "",
+        "| workload | gateway side | pgbench side | gateway/pgbench |",
+        "|---|---|---|---|",
+    ]
+    for name, per_iteration, g, p, rss in workloads:
+        gw, pw = mean(g, "wal_flushes"), mean(p, "wal_flushes")
+        lines.append(f"| {TITLES.get(name, name)} | {gw:.3f} | {pw:.3f} | **{ratio(gw, pw):.2f}** |")
+
 by_name = {w[0]: w for w in workloads}
 if "reserve" in by_name and "reserve-sql" in by_name:
     g, p = by_name["reserve"][2], by_name["reserve-sql"][3]
