@@ -26,6 +26,7 @@ bench_start_cluster() {
   mkdir -p "$bench_work"
   bench_admin_url=$(fixtures/pg-cluster.sh start "$bench_build/pg")
   trap bench_cleanup EXIT
+  bench_start_cgroups
 }
 
 bench_cleanup() {
@@ -34,6 +35,36 @@ bench_cleanup() {
     kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
   done
   fixtures/pg-cluster.sh stop "$bench_build/pg"
+  bench_stop_cgroups
+}
+
+# BENCH_CGROUPS=1: scheduling as under systemd (deploy/systemd), PostgreSQL,
+# the gateway and the clients each in a CPU cgroup of its own with equal
+# shares, as postgresql.service, paintlock.service and a user's session are
+# (needs a writable cgroup v1 cpu controller; otherwise it is skipped). By
+# default autogroup decides, as in every report before: every PostgreSQL
+# backend a group of its own, the gateway one (its own session, below), the
+# clients one. The cgroups lift the gateway's ratios, but partly by slowing
+# PostgreSQL for pgbench too (bench/reports/2026-12-06-2148-cgroups-probe.md),
+# so they are not the default. bench_scheduling says which ran, for the report.
+bench_cgroup=""
+bench_scheduling="autogroup sessions"
+bench_start_cgroups() {
+  local root=/sys/fs/cgroup/cpu pm p g
+  [[ ${BENCH_CGROUPS:-0} == 1 && -w $root/cgroup.procs ]] || return 0
+  bench_cgroup=$root/paintlock-bench-$$
+  for g in postgres gateway clients; do mkdir -p "$bench_cgroup/$g" || { bench_cgroup=""; return 0; }; done
+  pm=$(head -1 "$bench_build/pg/cluster/data/postmaster.pid")
+  for p in "$pm" $(pgrep -P "$pm"); do echo "$p" >"$bench_cgroup/postgres/cgroup.procs"; done
+  echo $$ >"$bench_cgroup/clients/cgroup.procs"  # this shell: the load generator, pgbench, psql
+  bench_scheduling="CPU cgroups with equal shares (PostgreSQL, the gateway, the clients)"
+}
+bench_stop_cgroups() {
+  [[ -n $bench_cgroup ]] || return 0
+  local g
+  echo $$ >/sys/fs/cgroup/cpu/cgroup.procs
+  for g in postgres gateway clients; do rmdir "$bench_cgroup/$g" 2>/dev/null || true; done
+  rmdir "$bench_cgroup" 2>/dev/null || true
 }
 
 # bench_create_database NAME: a fresh, migrated database; prints its URL.
@@ -76,6 +107,7 @@ bench_start_gateway() {
     PAINTLOCK_DB_POOL="$bench_clients" PAINTLOCK_DB_ASYNC_CONNECTIONS="${BENCH_ASYNC_CONNECTIONS:-$bench_clients}" \
     PAINTLOCK_HTTP_THREADS=$((bench_clients * 2)) \
     "$@" setsid "$bench_gateway_bin" >"$bench_work/$name.log" 2>&1 &
+  [[ -z $bench_cgroup ]] || echo $! >"$bench_cgroup/gateway/cgroup.procs"
   gateway_pid=$!
   gateway_url=http://127.0.0.1:$port
   bench_gateway_pids+=("$gateway_pid")

@@ -34,7 +34,9 @@
 #        gateway's place: build/async-probe, with BENCH_WORKLOADS naming
 #        ratelimit-take and/or credit-hold-commit, the routes it serves),
 #        BENCH_ASYNC_CONNECTIONS (the gateway's asynchronous connections for
-#        the requests its reactor answers: one per client; 0 for none)
+#        the requests its reactor answers: one per client; 0 for none),
+#        BENCH_CGROUPS (1: PostgreSQL, the gateway and the clients in CPU
+#        cgroups of their own, as under systemd; bench/lib.sh)
 #   smoke: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1 bench/run.sh
 #   BENCH_WRITE_SCRIPTS=1 rewrites bench/pgbench/*.sql from sql/queries/.
 set -euo pipefail
@@ -238,6 +240,6 @@ report=$report_dir/$(date -u +%Y-%m-%d-%H%M)-bench.md
 in_place=""
 [[ -z "${BENCH_GATEWAY:-}" ]] || in_place="; in the gateway's place: $BENCH_GATEWAY"
 python3 bench/report.py "$report" "$bench_clients" "$bench_seconds" "$bench_rounds" \
-  "paintings $paintings (hold ${hold} s), accounts $accounts, rate-limit keys $keys (bucket $capacity, refill $refill/s), quota subjects $subjects (limit $quota_limit)$in_place" \
+  "paintings $paintings (hold ${hold} s), accounts $accounts, rate-limit keys $keys (bucket $capacity, refill $refill/s), quota subjects $subjects (limit $quota_limit)$in_place; scheduling: $bench_scheduling" \
   "${PUBLISHING_OFF[*]}" "${LOG_LEVEL:-info}" "${results[@]}"
 echo "bench: report written to $report" >&2
