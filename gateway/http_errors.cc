@@ -580,11 +580,16 @@ HttpError LicenseMissing() {
 // --- Writers ----------------------------------------------------------------------
 
 void WriteJson(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
   // Replacing invalid UTF-8 (with U+FFFD) rather than throwing: whatever a
   // request carried and a message quotes, the caller gets its answer.
-  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  "application/json");
+  SetJsonBody(res, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void SetJsonBody(httplib::Response& res, int status, std::string json) {
+  res.status = status;
+  res.body = std::move(json);
+  res.headers.erase("Content-Type");  // as set_content does
+  res.set_header("Content-Type", "application/json");
 }
 
 void WriteError(httplib::Response& res, const HttpError& error) {

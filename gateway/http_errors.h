@@ -160,5 +160,8 @@ void WriteError(httplib::Response& res, const HttpError& error);
 // The same error as a small readable HTML page, for HTML form posts.
 void WriteErrorPage(httplib::Response& res, const HttpError& error);
 void WriteJson(httplib::Response& res, int status, const nlohmann::json& body);
+// `json` (already JSON text) as the answer's body, moved in: httplib's
+// set_content copies.
+void SetJsonBody(httplib::Response& res, int status, std::string json);
 
 }  // namespace paintlock::gateway

@@ -56,6 +56,10 @@ struct TakeCall {
 bool ReadTake(const httplib::Request& req, httplib::Response& res, TakeCall* call);
 void WriteTake(const locks::RateLimiter& limiter, const locks::TakeOutcome& outcome,
                httplib::Response& res);
+// A granted take's body: the bytes WriteJson gives the object {allowed: true,
+// key, remaining}, written without building the object (the answer the
+// gateway writes most often; WriteTake uses it).
+std::string AllowedTakeBody(const std::string& key, std::int64_t remaining);
 
 // The per-visitor limit on POST /v1/checkout: one token of the "checkout"
 // bucket per attempt, keyed by base::VisitorIdentity (an HMAC of the client

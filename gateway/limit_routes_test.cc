@@ -1,9 +1,14 @@
-// The rate-limit settings, as ParseConfig reads them.
+// The rate-limit settings, as ParseConfig reads them, and a granted take's body.
 #include "gateway/limit_routes.h"
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "gateway/config.h"
 #include "gateway/config_test_env.h"
@@ -100,4 +105,20 @@ TEST_CASE("checkout limit: a misconfigured or undecided take admits the checkout
   CHECK_FALSE(limited.admit);
   CHECK(limited.retry_after_seconds == 7);
   CHECK(DecideAdmission(locks::TakeOutcome{locks::RateAllowed{"k", 3}}).log_event.empty());
+}
+
+TEST_CASE("rate limits: a granted take's body is the bytes the JSON object would give") {
+  const std::vector<std::string> keys = {
+      "api:alice",   "api:qu\"ote\\back/slash", "api:\x01\x1f ctl",
+      "api:ünïcödé", "api:\xff\xfe not utf-8",  ""};
+  for (const std::string& key : keys) {
+    for (std::int64_t remaining : {std::int64_t{0}, std::int64_t{42}, std::int64_t{-1},
+                                   std::numeric_limits<std::int64_t>::max()}) {
+      CAPTURE(key);
+      CAPTURE(remaining);
+      const nlohmann::json object = {{"allowed", true}, {"key", key}, {"remaining", remaining}};
+      CHECK(AllowedTakeBody(key, remaining) ==
+            object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+  }
 }
