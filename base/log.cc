@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/json_text.h"
+
 namespace paintlock::base {
 
 namespace {
@@ -227,24 +229,6 @@ void AppendNowUtc(std::string& out) {
   out += static_cast<char>('0' + ms / 10 % 10);
   out += static_cast<char>('0' + ms % 10);
   out += "Z\"";
-}
-
-// Appends `s` as a JSON string: as it is when it is printable ASCII with
-// nothing to escape (the logger's own names, ids, times), else through
-// nlohmann (escapes, and invalid UTF-8 replaced).
-void AppendJsonString(std::string& out, std::string_view s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
-    const auto c = static_cast<unsigned char>(ch);
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-  });
-  if (!plain) {
-    out += nlohmann::json(std::string(s))
-               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    return;
-  }
-  out += '"';
-  out.append(s.data(), s.size());
-  out += '"';
 }
 
 // Appends `v` as JSON: strings, whole numbers and booleans directly (an
