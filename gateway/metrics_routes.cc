@@ -58,16 +58,17 @@ std::vector<metrics::Sample> One(double value) { return {metrics::Sample{{}, val
 std::string RouteLabel(const httplib::Request& req) {
   const std::smatch& m = req.matches;
   if (m.empty() || !m[0].matched) return "unmatched";
-  std::string route;
+  std::string route;  // appended in place: every request labels its route
+  route.reserve(req.path.size() + 2 * m.size());
   std::size_t done = 0;
   for (std::size_t i = 1; i < m.size(); ++i) {
     if (!m[i].matched) continue;
     const auto start = static_cast<std::size_t>(m.position(i));
     if (start < done) continue;  // inside a group already written as {}
-    route += req.path.substr(done, start - done) + "{}";
+    route.append(req.path, done, start - done).append("{}");
     done = start + static_cast<std::size_t>(m.length(i));
   }
-  return route + req.path.substr(std::min(done, req.path.size()));
+  return route.append(req.path, std::min(done, req.path.size()));
 }
 
 void CountRequest(const httplib::Request& req, const httplib::Response& res, double seconds) {
