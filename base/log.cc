@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "base/json_text.h"
@@ -250,7 +251,7 @@ void AppendJsonValue(std::string& out, const nlohmann::json& v) {
   }
 }
 
-bool Reserved(const std::string& key) {
+bool Reserved(std::string_view key) {
   return key == "ts" || key == "level" || key == "component" || key == "request_id" ||
          key == "event";
 }
@@ -267,11 +268,10 @@ std::string DescribeException(std::exception_ptr exception) {
   return "unknown exception";
 }
 
-std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann::json& fields) {
-  // Written field by field rather than built as one json object and dumped:
-  // that object (a std::map holding a copy of every field) cost most of an
-  // access line, and every request writes one. Anything to escape still goes
-  // through nlohmann, which also replaces invalid UTF-8 (AppendJsonValue).
+namespace {
+
+// Every line's start: its time, level, component, request id and event.
+std::string LineHead(LogLevel level, std::string_view event) {
   std::string out;
   out.reserve(256);
   out += "{\"ts\":";
@@ -286,21 +286,52 @@ std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann
   }
   out += ",\"event\":";
   AppendJsonString(out, event);
+  return out;
+}
+
+// A field's name: one of the line's own renamed field_<name>.
+void AppendKey(std::string& out, std::string_view key) {
+  if (Reserved(key)) {
+    out += ",\"field_";
+    out.append(key.data(), key.size());  // one of the reserved names: nothing to escape
+    out += "\":";
+  } else {
+    out += ',';
+    AppendJsonString(out, key);
+    out += ':';
+  }
+}
+
+void AppendFieldValue(std::string& out, std::string_view v) { AppendJsonString(out, v); }
+void AppendFieldValue(std::string& out, std::int64_t v) { AppendJsonValue(out, v); }
+void AppendFieldValue(std::string& out, double v) { AppendJsonValue(out, v); }
+void AppendFieldValue(std::string& out, bool v) { out += v ? "true" : "false"; }
+
+bool Enabled(LogLevel level) {
+  return level != LogLevel::kOff &&
+         static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
+}
+
+void Write(LogLevel level, const std::string& text) {
+  L().logger->log(SpdlogLevel(level), spdlog::string_view_t(text.data(), text.size()));
+}
+
+}  // namespace
+
+std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann::json& fields) {
+  // Written field by field rather than built as one json object and dumped:
+  // that object (a std::map holding a copy of every field) cost most of an
+  // access line. Anything to escape still goes through nlohmann, which also
+  // replaces invalid UTF-8 (AppendJsonValue).
+  std::string out = LineHead(level, event);
   if (fields.is_object()) {
     for (auto it = fields.begin(); it != fields.end(); ++it) {
       const std::string& key = it.key();
-      if (Reserved(key)) {
-        out += ",\"field_";
-        out += key;  // one of the reserved names: nothing to escape
-        out += "\":";
-      } else if (key.rfind("field_", 0) == 0 && Reserved(key.substr(6)) &&
-                 fields.contains(key.substr(6))) {
+      if (key.rfind("field_", 0) == 0 && Reserved(key.substr(6)) &&
+          fields.contains(key.substr(6))) {
         continue;  // the caller's own field_ts loses to its ts, renamed (one key each)
-      } else {
-        out += ',';
-        AppendJsonString(out, key);
-        out += ':';
       }
+      AppendKey(out, key);
       AppendJsonValue(out, it.value());
     }
   }
@@ -308,11 +339,23 @@ std::string FormatLogLine(LogLevel level, std::string_view event, const nlohmann
   return out;
 }
 
+std::string FormatLogFields(LogLevel level, std::string_view event,
+                            std::initializer_list<LogField> fields) {
+  std::string out = LineHead(level, event);
+  for (const LogField& field : fields) {
+    AppendKey(out, field.key);
+    std::visit([&out](auto value) { AppendFieldValue(out, value); }, field.value);
+  }
+  out += '}';
+  return out;
+}
+
 void Log(LogLevel level, std::string_view event, const nlohmann::json& fields) {
-  if (level == LogLevel::kOff) return;
-  if (static_cast<int>(level) < g_level.load(std::memory_order_relaxed)) return;
-  const std::string text = FormatLogLine(level, event, fields);
-  L().logger->log(SpdlogLevel(level), spdlog::string_view_t(text.data(), text.size()));
+  if (Enabled(level)) Write(level, FormatLogLine(level, event, fields));
+}
+
+void LogFields(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) {
+  if (Enabled(level)) Write(level, FormatLogFields(level, event, fields));
 }
 
 void FlushLog() { L().sink->WritePending(); }

@@ -31,6 +31,31 @@ TEST_CASE("A caller field cannot overwrite the logger's own fields") {
   CHECK(line["n"] == 1);
 }
 
+TEST_CASE("A line of fields is the line Log() writes for the same object, without building it") {
+  RequestScope scope("req-fields");
+  const std::string bad = "x\xff\xfey";
+  const std::string fields_line = FormatLogFields(LogLevel::kInfo, "request",
+                                                  {{"duration_ms", 12.34},
+                                                   {"level", "forged"},
+                                                   {"method", "POST"},
+                                                   {"path", "/a\"b\\c\n\x01"},
+                                                   {"raw", std::string_view(bad)},
+                                                   {"status", std::int64_t{-9223372036854775807LL}},
+                                                   {"yes", true}});
+  const std::string object_line = FormatLogLine(LogLevel::kInfo, "request",
+                                                {{"duration_ms", 12.34},
+                                                 {"level", "forged"},
+                                                 {"method", "POST"},
+                                                 {"path", "/a\"b\\c\n\x01"},
+                                                 {"raw", bad},
+                                                 {"status", -9223372036854775807LL},
+                                                 {"yes", true}});
+  // The same bytes after the time, which moves between the two calls.
+  const std::size_t after_ts = std::string("{\"ts\":\"2026-12-06T14:17:12.345Z\"").size();
+  CHECK(fields_line.substr(after_ts) == object_line.substr(after_ts));
+  CHECK(nlohmann::json::parse(fields_line)["field_level"] == "forged");
+}
+
 TEST_CASE("A log line starts with its time and escapes what it is given") {
   RequestScope scope("req-abc");
   const std::string text = FormatLogLine(LogLevel::kWarn, "odd \"event\"",

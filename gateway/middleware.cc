@@ -62,21 +62,15 @@ void EndRequest(const httplib::Request& req, const httplib::Response& res,
                 std::chrono::steady_clock::time_point started) {
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  // Every request writes this line: its fields go straight into the object's
-  // map, not through nlohmann's initializer list (a list of references, each
-  // inspected, then copied): 0.98 → 0.64 µs a line with FormatLogLine, -O2.
-  nlohmann::json fields(nlohmann::json::value_t::object);
-  auto& object = fields.get_ref<nlohmann::json::object_t&>();
-  object.emplace("method", req.method);
-  object.emplace("path", LoggablePath(req.path));
-  object.emplace("status", res.status);
-  object.emplace("duration_ms", std::round(ms * 100) / 100);
   CountRequest(req, res, ms / 1000);
-  if (res.status >= 500) {
-    base::LogWarn("request", fields);
-  } else {
-    base::LogInfo("request", fields);
-  }
+  // Every request writes this line, so no json object is built for it
+  // (base::LogFields). Its fields in the order nlohmann's map would give them.
+  const std::string path = LoggablePath(req.path);
+  base::LogFields(res.status >= 500 ? base::LogLevel::kWarn : base::LogLevel::kInfo, "request",
+                  {{"duration_ms", std::round(ms * 100) / 100},
+                   {"method", req.method},
+                   {"path", path},
+                   {"status", std::int64_t{res.status}}});
   base::SetCurrentRequestId("");
 }
 
