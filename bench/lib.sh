@@ -47,12 +47,13 @@ bench_cleanup() {
 # clients one. The cgroups lift the gateway's ratios, but partly by slowing
 # PostgreSQL for pgbench too (bench/reports/2026-12-06-2148-cgroups-probe.md),
 # so they are not the default. bench_scheduling says which ran, for the report.
+bench_cgroup_root=/sys/fs/cgroup/cpu
 bench_cgroup=""
 bench_scheduling="autogroup sessions"
 bench_start_cgroups() {
-  local root=/sys/fs/cgroup/cpu pm p g
-  [[ ${BENCH_CGROUPS:-0} == 1 && -w $root/cgroup.procs ]] || return 0
-  bench_cgroup=$root/paintlock-bench-$$
+  local pm p g
+  [[ ${BENCH_CGROUPS:-0} == 1 && -w $bench_cgroup_root/cgroup.procs ]] || return 0
+  bench_cgroup=$bench_cgroup_root/paintlock-bench-$$
   for g in postgres gateway clients; do mkdir -p "$bench_cgroup/$g" || { bench_cgroup=""; return 0; }; done
   pm=$(head -1 "$bench_build/pg/cluster/data/postmaster.pid")
   for p in "$pm" $(pgrep -P "$pm"); do echo "$p" >"$bench_cgroup/postgres/cgroup.procs"; done
@@ -62,7 +63,7 @@ bench_start_cgroups() {
 bench_stop_cgroups() {
   [[ -n $bench_cgroup ]] || return 0
   local g
-  echo $$ >/sys/fs/cgroup/cpu/cgroup.procs
+  echo $$ >"$bench_cgroup_root/cgroup.procs"
   for g in postgres gateway clients; do rmdir "$bench_cgroup/$g" 2>/dev/null || true; done
   rmdir "$bench_cgroup" 2>/dev/null || true
 }
