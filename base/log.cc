@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -302,11 +303,6 @@ void AppendKey(std::string& out, std::string_view key) {
   }
 }
 
-void AppendFieldValue(std::string& out, std::string_view v) { AppendJsonString(out, v); }
-void AppendFieldValue(std::string& out, std::int64_t v) { AppendJsonValue(out, v); }
-void AppendFieldValue(std::string& out, double v) { AppendJsonValue(out, v); }
-void AppendFieldValue(std::string& out, bool v) { out += v ? "true" : "false"; }
-
 bool Enabled(LogLevel level) {
   return level != LogLevel::kOff &&
          static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
@@ -344,7 +340,17 @@ std::string FormatLogFields(LogLevel level, std::string_view event,
   std::string out = LineHead(level, event);
   for (const LogField& field : fields) {
     AppendKey(out, field.key);
-    std::visit([&out](auto value) { AppendFieldValue(out, value); }, field.value);
+    // Text as it is (a view, no copy); numbers and booleans as Log() writes
+    // them (a json of one holds them in place, no allocation).
+    std::visit(
+        [&out](auto value) {
+          if constexpr (std::is_same_v<decltype(value), std::string_view>) {
+            AppendJsonString(out, value);
+          } else {
+            AppendJsonValue(out, value);
+          }
+        },
+        field.value);
   }
   out += '}';
   return out;
