@@ -31,14 +31,17 @@ constexpr std::chrono::milliseconds kLapseMargin{25};
 // Collects the painting ids of notifications until the listener takes them.
 class IdReceiver final : public pqxx::notification_receiver {
  public:
-  IdReceiver(pqxx::connection_base& c, std::set<std::string>* ids)
-      : pqxx::notification_receiver(c, kChannel), ids_(ids) {}
+  IdReceiver(pqxx::connection_base& c, std::set<std::string>* ids,
+             std::atomic<std::uint64_t>* heard)
+      : pqxx::notification_receiver(c, kChannel), ids_(ids), heard_(heard) {}
   void operator()(const std::string& payload, int) override {
     if (IsPaintingId(payload)) ids_->insert(payload);
+    ++*heard_;
   }
 
  private:
   std::set<std::string>* ids_;
+  std::atomic<std::uint64_t>* heard_;
 };
 
 // libpq has keepalives settings, but they would have to be spliced into
@@ -58,8 +61,12 @@ void SetKeepalives(int fd) {
 
 }  // namespace
 
-AvailabilityFeed::AvailabilityFeed(AvailabilityFeedOptions options, Sink sink)
-    : options_(std::move(options)), sink_(std::move(sink)) {
+AvailabilityFeed::AvailabilityFeed(AvailabilityFeedOptions options, Sink sink, Watched watched,
+                                   Current current)
+    : options_(std::move(options)),
+      sink_(std::move(sink)),
+      watched_(std::move(watched)),
+      current_(std::move(current)) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
@@ -72,12 +79,21 @@ void AvailabilityFeed::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void AvailabilityFeed::Stop() {
-  stopping_ = true;
+void AvailabilityFeed::Wake() {
   if (wake_fd_ >= 0) {
     const std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
   }
+}
+
+void AvailabilityFeed::DrainWakes() {
+  std::uint64_t count;
+  [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+}
+
+void AvailabilityFeed::Stop() {
+  stopping_ = true;
+  Wake();
   // Two threads may call Stop() at once (a signal handler's thread and a
   // destructor): only one may join.
   std::lock_guard<std::mutex> lock(stop_mu_);
@@ -85,8 +101,15 @@ void AvailabilityFeed::Stop() {
 }
 
 bool AvailabilityFeed::Pause(std::chrono::milliseconds d) {
-  pollfd wake{wake_fd_, POLLIN, 0};
-  poll(&wake, 1, static_cast<int>(d.count()));
+  // A Wake() does not cut the back-off short; only Stop() does.
+  const auto until = std::chrono::steady_clock::now() + d;
+  for (auto now = std::chrono::steady_clock::now(); !stopping_ && now < until;
+       now = std::chrono::steady_clock::now()) {
+    pollfd wake{wake_fd_, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    poll(&wake, 1, static_cast<int>(left.count()) + 1);
+    DrainWakes();
+  }
   return !stopping_;
 }
 
@@ -117,28 +140,66 @@ void AvailabilityFeed::Listen(bool* connected) {
       n.commit();
     }
     SetKeepalives(c.sock());
-    std::set<std::string> due;     // notified or lapsed, not read yet
-    IdReceiver receiver(c, &due);  // LISTEN, before the first read
+    std::set<std::string> due;              // notified or lapsed, not read yet
+    IdReceiver receiver(c, &due, &heard_);  // LISTEN, before the first read
     lapses_.Clear();
-    Read(c, {});
+    // Whether the sink has had everything since the last full read on this
+    // connection: false until the first, and while idle.
+    bool reading = false;
+    // When `watched` was first seen false since it last said true (max():
+    // watched, or not asked yet).
+    auto unwatched_since = steady_clock::time_point::max();
+    const auto idle = [&](steady_clock::time_point now) {
+      if (!watched_) return false;
+      if (watched_()) {
+        unwatched_since = steady_clock::time_point::max();
+        return false;
+      }
+      if (!reading) return true;  // nobody watched when it connected, or since it idled
+      unwatched_since = std::min(unwatched_since, now);
+      return now - unwatched_since >= options_.idle_after;
+    };
     auto last_full_read = steady_clock::now();
     auto last_read = last_full_read;
-    *connected = true;
     base::LogInfo("availability_listening",
                   {{"channel", kChannel}, {"backend_pid", c.backendpid()}});
+    if (idle(last_read)) {
+      *connected = true;  // listening; its first read waits for someone to watch
+      if (current_) current_(false);
+    }
 
     while (!stopping_) {
+      pollfd fds[2] = {{c.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (fds[0].fd < 0) throw pqxx::broken_connection("the connection is closed");
       // Also delivers notifications libpq buffered while a read ran: those
       // never make the socket readable again.
       c.get_notifs();
       auto now = steady_clock::now();
+      if (idle(now)) {
+        if (reading) {
+          reading = false;
+          lapses_.Clear();
+          if (current_) current_(false);
+          base::LogInfo("availability_feed_idle", {{"why", "no stream open"},
+                                                   {"idle_after_ms", options_.idle_after.count()}});
+        }
+        due.clear();  // nobody to tell; the full read on waking covers them
+        poll(fds, 2, -1);
+        DrainWakes();
+        continue;
+      }
       lapses_.TakeDue(now, &due);
       // What is in `due` is taken before a read: anything notified while it
       // runs stays for the next.
-      if (now - last_full_read >= options_.full_read_interval) {
+      if (!reading || now - last_full_read >= options_.full_read_interval) {
         due.clear();
         Read(c, {});
         last_full_read = last_read = now;
+        if (!reading) {
+          reading = true;
+          *connected = true;
+          if (current_) current_(true);
+        }
         continue;
       }
       const auto read_at = last_read + options_.read_interval;
@@ -152,11 +213,13 @@ void AvailabilityFeed::Listen(bool* connected) {
       auto next = last_full_read + options_.full_read_interval;
       if (!due.empty()) next = std::min(next, read_at);
       next = std::min(next, lapses_.Next());  // the due ones wait in `due`
+      if (unwatched_since != steady_clock::time_point::max()) {
+        next = std::min(next, unwatched_since + options_.idle_after);
+      }
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now) +
                         std::chrono::milliseconds(1);
-      pollfd fds[2] = {{c.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      if (fds[0].fd < 0) throw pqxx::broken_connection("the connection is closed");
       poll(fds, 2, static_cast<int>(std::max<std::int64_t>(wait.count(), 0)));
+      DrainWakes();
     }
   } catch (const pqxx::broken_connection& e) {
     base::LogWarn("availability_listener_lost", {{"error", BrokenConnectionDetail(e)}});

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -485,4 +486,77 @@ TEST_CASE(
     // shorten the gap its sink sees, never by half of it.
     CHECK(read_at[i] - read_at[i - 1] >= milliseconds(500));
   }
+}
+
+TEST_CASE(
+    "storefront: the feed reads nothing while nobody watches, and everything first when watched "
+    "again") {
+  TestDatabase db;
+  locks::AvailabilityFeedOptions options;
+  options.database.url = db.url();
+  options.idle_after = milliseconds(200);
+  std::atomic<bool> watched{false};
+  std::mutex mu;
+  std::vector<std::set<std::string>> reads;  // guarded by mu: each read's paintings
+  std::vector<bool> told;                    // guarded by mu: the feed's current() calls
+  locks::AvailabilityFeed feed(
+      options,
+      [&](const std::vector<locks::PaintingAvailability>& read) {
+        std::set<std::string> ids;
+        for (const auto& a : read) ids.insert(a.painting);
+        std::lock_guard<std::mutex> lock(mu);
+        reads.push_back(std::move(ids));
+      },
+      [&] { return watched.load(); },
+      [&](bool current) {
+        std::lock_guard<std::mutex> lock(mu);
+        told.push_back(current);
+      });
+  const auto told_is = [&](std::vector<bool> expected) {
+    return Eventually([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return told == expected;
+    });
+  };
+  const auto read_count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return reads.size();
+  };
+  const auto notify = [&](const std::string& id) {
+    db.Exec("SELECT pg_notify('paintlock_availability', '" + id + "')");
+  };
+  feed.Start();
+
+  // Connected with nobody watching: it says the board is not current, reads
+  // nothing, and drops what is notified.
+  REQUIRE(told_is({false}));
+  notify("p1");
+  REQUIRE(Eventually([&] { return feed.NotificationsHeard() == 1; }));
+
+  // Watched: every painting first, then what is notified.
+  watched = true;
+  feed.Wake();
+  REQUIRE(told_is({false, true}));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    REQUIRE(reads.size() == 1);
+    CHECK(reads[0].size() == 12);
+  }
+  notify("p2");
+  CHECK(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return reads.size() == 2 && reads[1] == std::set<std::string>{"p2"};
+  }));
+
+  // Nobody watches any more: idle_after later it stops reading.
+  watched = false;
+  feed.Wake();
+  REQUIRE(told_is({false, true, false}));
+  const size_t reads_when_idle = read_count();
+  notify("p3");
+  REQUIRE(Eventually([&] { return feed.NotificationsHeard() == 3; }));
+  // A read of p3 would come on the same wake-up as its notification, before
+  // the feed next looks at Stop(): after the join, none came.
+  feed.Stop();
+  CHECK(read_count() == reads_when_idle);
 }
