@@ -78,6 +78,7 @@ namespace {
 struct Cursor {
   std::uint64_t after = 0;
   bool started = false;
+  bool owes_line_snapshot = false;  // resumed: its line places, once the board is current
   std::chrono::steady_clock::time_point last_write;
   LineFollow line;
 };
@@ -109,6 +110,15 @@ bool AppendChanges(const AvailabilityStream::Changes& changes, Cursor* cursor, s
   return true;
 }
 
+// Appends the line places a resumed stream is owed, once the board can tell them.
+void AppendOwedLineSnapshot(const AvailabilityStream& board, Cursor* cursor, std::string* out) {
+  if (!cursor->owes_line_snapshot) return;
+  if (auto snapshot = board.LineSnapshot(&cursor->line)) {
+    *out += *snapshot;
+    cursor->owes_line_snapshot = false;
+  }
+}
+
 }  // namespace
 
 // A stream after its first bytes, pulled by the edge's reactor. Owns the
@@ -126,6 +136,7 @@ class AvailabilityStream::Pushed : public edge::PushStream {
     }
     std::string out;
     AppendChanges(changes, cursor_.get(), &out);
+    AppendOwedLineSnapshot(stream_, cursor_.get(), &out);
     if (out.empty() && now - cursor_->last_write >= stream_.options_.heartbeat) {
       out = ": heartbeat\n\n";
     }
@@ -142,6 +153,19 @@ class AvailabilityStream::Pushed : public edge::PushStream {
 AvailabilityStream::AvailabilityStream(AvailabilityStreamOptions options)
     : options_(std::move(options)) {
   if (options_.epoch.empty()) options_.epoch = RandomEpoch();
+}
+
+void AvailabilityStream::SetCurrent(bool current) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = current;
+  }
+  if (current) {
+    // Streams waiting for a current board: what the full read changed woke
+    // them already, but a board it left as it was must wake them too.
+    changed_.notify_all();
+    NotifyObserver();
+  }
 }
 
 int AvailabilityStream::Update(const std::vector<Availability>& read) {
@@ -171,12 +195,12 @@ AvailabilityStream::Changes AvailabilityStream::WaitForChanges(std::uint64_t aft
                                                                std::size_t limit) {
   std::unique_lock<std::mutex> lock(mu_);
   ++waiting_;
-  changed_.wait_for(lock, wait, [&] { return closed_ || seq_ > after; });
+  changed_.wait_for(lock, wait, [&] { return closed_ || (current_ && seq_ > after); });
   --waiting_;
   Changes out;
   out.closed = closed_;
-  out.upto = std::max(after, seq_);
-  if (closed_ || seq_ <= after) return out;
+  out.upto = current_ ? std::max(after, seq_) : after;
+  if (closed_ || !current_ || seq_ <= after) return out;
   limit = std::max<std::size_t>(limit, 1);  // a batch of none would never advance
   for (auto it = by_seq_.upper_bound(after); it != by_seq_.end(); ++it) {
     if (out.items.size() == limit) {
@@ -212,9 +236,12 @@ std::uint64_t AvailabilityStream::ResumePoint(const std::string& last_event_id) 
 }
 
 bool AvailabilityStream::TakeSlot() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (closed_ || open_ >= options_.max_streams) return false;
-  ++open_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || open_ >= options_.max_streams) return false;
+    if (++open_ > 1) return true;
+  }
+  NotifyWatchObserver();
   return true;
 }
 
@@ -224,6 +251,7 @@ void AvailabilityStream::GiveSlot() {
     std::lock_guard<std::mutex> lock(mu_);
     open = --open_;
   }
+  if (open == 0) NotifyWatchObserver();
   base::LogInfo("stream_closed", {{"open_streams", open}});
 }
 
@@ -246,6 +274,16 @@ void AvailabilityStream::SetChangeObserver(std::function<void()> observer) {
   observer_ = std::move(observer);
 }
 
+void AvailabilityStream::SetWatchObserver(std::function<void()> observer) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  watch_observer_ = std::move(observer);
+}
+
+void AvailabilityStream::NotifyWatchObserver() {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  if (watch_observer_) watch_observer_();
+}
+
 void AvailabilityStream::NotifyObserver() {
   std::function<void()> observer;
   {
@@ -255,10 +293,11 @@ void AvailabilityStream::NotifyObserver() {
   if (observer) observer();
 }
 
-std::string AvailabilityStream::LineSnapshot(LineFollow* follow) const {
+std::optional<std::string> AvailabilityStream::LineSnapshot(LineFollow* follow) const {
   std::string out;
-  if (follow->digests.empty()) return out;
   std::lock_guard<std::mutex> lock(mu_);
+  if (!current_) return std::nullopt;
+  if (follow->digests.empty()) return out;
   for (const auto& [painting, entry] : board_) out += FormatLineEvents(entry->availability, follow);
   return out;
 }
@@ -297,7 +336,7 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
   cursor->line = std::move(line);
   // A new stream's first changes hold every painting, its line places too; a
   // resumed one is owed its places whatever changed since.
-  const bool resumed = cursor->after > 0;
+  cursor->owes_line_snapshot = cursor->after > 0;
   base::LogInfo("stream_opened", {{"open_streams", OpenStreams()},
                                   {"resume_after", cursor->after},
                                   {"line_tokens", cursor->line.digests.size()}});
@@ -308,14 +347,14 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
     // the client is owed now); then the edge's reactor owns the connection.
     auto pushed = std::make_shared<Pushed>(*this, slot, cursor);
     res.set_chunked_content_provider(
-        "text/event-stream", [this, pushed, cursor, resumed](size_t, httplib::DataSink& sink) {
+        "text/event-stream", [this, pushed, cursor](size_t, httplib::DataSink& sink) {
           std::string out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
           Changes changes;
           do {
             changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0), kFirstReadBatch);
             if (!AppendChanges(changes, cursor.get(), &out, &sink)) return false;
           } while (changes.more);
-          if (resumed) out += LineSnapshot(&cursor->line);
+          AppendOwedLineSnapshot(*this, cursor.get(), &out);
           cursor->last_write = std::chrono::steady_clock::now();
           // (Never a write of nothing: to httplib that means "no more data".)
           const bool written = out.empty() || sink.write(out.data(), out.size());
@@ -325,14 +364,13 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
     return;
   }
   res.set_chunked_content_provider(
-      "text/event-stream", [this, slot, cursor, resumed](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, slot, cursor](size_t, httplib::DataSink& sink) {
         using std::chrono::steady_clock;
         std::string out;
         std::chrono::milliseconds wait{0};
         if (!cursor->started) {
           // Tell the client how soon to come back, and flush the headers.
           out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
-          if (resumed) out += LineSnapshot(&cursor->line);
           cursor->started = true;
         } else {
           // Return at least every second: httplib checks between calls whether
@@ -345,6 +383,7 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
         Changes changes = WaitForChanges(cursor->after, wait);
         if (changes.closed) return false;
         AppendChanges(changes, cursor.get(), &out);
+        AppendOwedLineSnapshot(*this, cursor.get(), &out);
         const auto now = steady_clock::now();
         if (out.empty() && now - cursor->last_write >= options_.heartbeat) out = ": heartbeat\n\n";
         if (out.empty()) return true;

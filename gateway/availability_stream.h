@@ -39,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,13 @@ class AvailabilityStream {
   // stream. Returns how many changed.
   int Update(const std::vector<Availability>& read);
 
+  // Whether the board is kept current (the feed's word, locks::AvailabilityFeed::
+  // Current). While it is not (nobody watched for a while, so the feed stopped
+  // reading), streams are sent nothing from it: a stream opened then waits for
+  // the full read that makes it current, instead of being told what was true
+  // when the feed stopped. Current from construction.
+  void SetCurrent(bool current);
+
   // A painting's place on the board: its last change's sequence number, its
   // state then and that state's `painting` event (FormatAvailabilityEvent),
   // formatted once for every stream. Immutable; a change makes a new one.
@@ -121,8 +129,9 @@ class AvailabilityStream {
   std::uint64_t ResumePoint(const std::string& last_event_id) const;
 
   // The line events owed to `follow` from every painting on the board (a
-  // stream's first chunk: a member's place, whatever its resume point).
-  std::string LineSnapshot(LineFollow* follow) const;
+  // resumed stream's first chunk: a member's place, whatever changed since);
+  // nullopt while the board is not current (then nothing is recorded as told).
+  std::optional<std::string> LineSnapshot(LineFollow* follow) const;
 
   // Serves GET /v1/paintings/stream: 400 for a line_token that is not one,
   // 503 beyond max_streams, else a text/event-stream that lasts until the
@@ -133,6 +142,13 @@ class AvailabilityStream {
   // every Update that changed something and after Close(). Set once, before
   // streams are served.
   void SetChangeObserver(std::function<void()> observer);
+
+  // `observer` is called (on the caller's thread, without the board's lock
+  // held) when the number of open streams goes from none to one and back to
+  // none: the feed reads only while someone watches (OpenStreams() > 0).
+  // Replacing it (with nullptr, say) waits for a call in progress, so its
+  // owner may then go.
+  void SetWatchObserver(std::function<void()> observer);
 
   // Streams open now (for /readyz and the leak tests).
   int OpenStreams() const;
@@ -153,6 +169,7 @@ class AvailabilityStream {
   bool TakeSlot();
   void GiveSlot();
   void NotifyObserver();
+  void NotifyWatchObserver();
 
   AvailabilityStreamOptions options_;
 
@@ -162,11 +179,14 @@ class AvailabilityStream {
   // number (a reader after N starts at N's successor).
   std::map<std::string, std::shared_ptr<const Entry>> board_;
   std::map<std::uint64_t, std::shared_ptr<const Entry>> by_seq_;
-  std::uint64_t seq_ = 0;           // guarded by mu_
-  bool closed_ = false;             // guarded by mu_
-  int open_ = 0;                    // guarded by mu_
-  int waiting_ = 0;                 // guarded by mu_
-  std::function<void()> observer_;  // guarded by mu_
+  std::uint64_t seq_ = 0;                 // guarded by mu_
+  bool closed_ = false;                   // guarded by mu_
+  bool current_ = true;                   // guarded by mu_
+  int open_ = 0;                          // guarded by mu_
+  int waiting_ = 0;                       // guarded by mu_
+  std::function<void()> observer_;        // guarded by mu_
+  std::mutex watch_mu_;                   // held while watch_observer_ is called
+  std::function<void()> watch_observer_;  // guarded by watch_mu_
 };
 
 }  // namespace paintlock::gateway

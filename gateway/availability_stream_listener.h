@@ -18,9 +18,13 @@ using AvailabilityListenerOptions = locks::AvailabilityFeedOptions;
 class AvailabilityListener {
  public:
   // `also`, when given, hears every read too (on the feed's thread), after
-  // the stream.
+  // the stream. Without it the feed reads only while a stream is open (and
+  // options.idle_after after the last closed): locks/availability_feed.h.
   AvailabilityListener(AvailabilityListenerOptions options, AvailabilityStream& stream,
                        locks::AvailabilityFeed::Sink also = nullptr);
+  ~AvailabilityListener();  // the stream stops waking it; Stop()
+  AvailabilityListener(const AvailabilityListener&) = delete;
+  AvailabilityListener& operator=(const AvailabilityListener&) = delete;
 
   // Starts listening in the background. Call once.
   void Start() { feed_.Start(); }
@@ -28,6 +32,7 @@ class AvailabilityListener {
   void Stop() { feed_.Stop(); }
 
  private:
+  AvailabilityStream& stream_;
   locks::AvailabilityFeed feed_;
 };
 

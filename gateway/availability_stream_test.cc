@@ -233,8 +233,64 @@ TEST_CASE(
                  {{me, false, "2026-12-02T14:05:00Z", "2026-12-02T14:07:00Z"}}}});
   LineFollow follow;
   follow.digests = {me};
-  const std::string snapshot = board.LineSnapshot(&follow);
+  // Not from a board that is not current: nothing is told, nothing recorded.
+  board.SetCurrent(false);
+  CHECK_FALSE(board.LineSnapshot(&follow).has_value());
+  CHECK(follow.told.empty());
+  board.SetCurrent(true);
+  const std::string snapshot = board.LineSnapshot(&follow).value();
   CHECK(snapshot.find("\"id\":\"p7\"") != std::string::npos);
   CHECK(snapshot.find("\"position\":1") != std::string::npos);
-  CHECK(board.LineSnapshot(&follow).empty());  // told
+  CHECK(board.LineSnapshot(&follow).value().empty());  // told
+}
+
+TEST_CASE("storefront: a board that is not current sends nothing, and a reader waits until it is") {
+  AvailabilityStreamOptions options;
+  options.epoch = "e1";
+  AvailabilityStream board(options);
+  int woken = 0;
+  board.SetChangeObserver([&] { ++woken; });
+  board.Update({{"p1", "available", ""}, {"p2", "available", ""}});
+  REQUIRE(woken == 1);
+  // The feed stopped reading: what the board holds may be stale.
+  board.SetCurrent(false);
+  auto stale = board.WaitForChanges(0, milliseconds(0));
+  CHECK(stale.items.empty());
+  CHECK(stale.upto == 0);  // the reader is owed all of it still
+  CHECK_FALSE(stale.closed);
+
+  // A reader blocked meanwhile wakes when the full read makes it current,
+  // even if that read changed nothing on the board.
+  std::thread feed([&] {
+    while (board.WaitingReaders() == 0) std::this_thread::yield();
+    CHECK(board.Update({{"p1", "available", ""}, {"p2", "available", ""}}) == 0);
+    board.SetCurrent(true);
+  });
+  auto current = board.WaitForChanges(0, milliseconds(10000));
+  feed.join();
+  CHECK(Ids(current) == std::vector<std::string>{"p1:available", "p2:available"});
+  CHECK(current.upto == 2);
+  CHECK(woken == 2);  // the reactor's pushed streams are woken too
+}
+
+TEST_CASE("storefront: the watch observer hears the first stream open and the last one close") {
+  AvailabilityStreamOptions options;
+  AvailabilityStream board(options);
+  board.Update({{"p1", "available", ""}});
+  int told = 0;
+  board.SetWatchObserver([&] { ++told; });
+  httplib::Request req;
+  httplib::Response first, second;
+  board.Serve(req, first);
+  CHECK(board.OpenStreams() == 1);
+  CHECK(told == 1);
+  board.Serve(req, second);
+  CHECK(board.OpenStreams() == 2);
+  CHECK(told == 1);             // not for the second
+  first = httplib::Response();  // its content provider (and slot) goes
+  CHECK(board.OpenStreams() == 1);
+  CHECK(told == 1);
+  second = httplib::Response();
+  CHECK(board.OpenStreams() == 0);
+  CHECK(told == 2);
 }

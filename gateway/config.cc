@@ -284,6 +284,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Integer("PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS", 1, 1000000, "a whole number",
             &c.max_connections_per_address);
   r.Seconds("PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS", 1, 3600, &c.availability_full_read);
+  r.Seconds("PAINTLOCK_AVAILABILITY_IDLE_SECONDS", 0, 3600, &c.availability_idle);
   if (auto v = r.Get("PAINTLOCK_ON_DATABASE_DOWN")) {
     if (*v == "refuse" || *v == "sell") {
       c.sell_when_database_down = *v == "sell";
@@ -357,6 +358,9 @@ std::string ConfigHelp() {
   PAINTLOCK_STREAM_HEARTBEAT_SECONDS  comment line on an idle stream, 1..300 (default 15)
   PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS  every stream's full re-read, 1..3600 (default 30):
                                     the longest a change whose publish was lost stays unseen
+  PAINTLOCK_AVAILABILITY_IDLE_SECONDS  with no stream open this long, 0..3600 (default 30), the
+                                    gateway stops reading availability until a stream opens
+                                    (which then waits for one full read)
   PAINTLOCK_ON_DATABASE_DOWN        refuse | sell: a checkout while the database is down gets
                                     503 (refuse, default), or a Stripe session priced from the
                                     catalogue held in memory (sell), applied when the database

@@ -107,6 +107,9 @@ struct Config {
   int max_connections_per_address = 64;      // PAINTLOCK_MAX_CONNECTIONS_PER_ADDRESS
   // PAINTLOCK_AVAILABILITY_FULL_READ_SECONDS: how soon a lost publish heals.
   std::chrono::seconds availability_full_read{30};
+  // PAINTLOCK_AVAILABILITY_IDLE_SECONDS: how long after the last stream
+  // closed the availability feed stops reading.
+  std::chrono::seconds availability_idle{30};
   // PAINTLOCK_LISTEN_DATABASE_URL: where the availability listener LISTENs
   // (a direct connection to the primary, never through PgBouncer's transaction
   // pooling). Empty: DATABASE_URL.

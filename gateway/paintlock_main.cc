@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
                    {"full_read_seconds", config.availability_full_read.count()}});
   }
   listener_options.full_read_interval = config.availability_full_read;
+  listener_options.idle_after = config.availability_idle;
   locks::AvailabilityFeed::Sink snapshot_sink = nullptr;
   if (config.sell_when_database_down) {
     snapshot_sink = [&offline_snapshot](const std::vector<locks::PaintingAvailability>& read) {

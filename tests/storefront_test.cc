@@ -560,3 +560,27 @@ TEST_CASE(
   feed.Stop();
   CHECK(read_count() == reads_when_idle);
 }
+
+TEST_CASE(
+    "storefront: a stream opened after the gateway stopped reading is told the truth, not the "
+    "stale board") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base(), {{{"PAINTLOCK_AVAILABILITY_IDLE_SECONDS", "0"}}});
+  {
+    StreamClient first(gw.port());
+    REQUIRE(first.WaitForSnapshot(12).at("p8") == "available");
+  }
+  // The last stream closed: the gateway stops reading availability.
+  REQUIRE(Eventually(
+      [&] { return gw.process().Log().find("availability_feed_idle") != std::string::npos; }));
+  // A change nobody reads: it is published, and dropped.
+  REQUIRE(PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p8"}}}).status == 201);
+
+  StreamClient second(gw.port());
+  auto p8 = second.WaitFor(
+      [](const SseEvent& e) { return e.event == "painting" && e.Json()["id"] == "p8"; });
+  REQUIRE(p8);
+  CHECK(p8->Is("p8", "reserved"));  // its first word on p8, not "available" first
+  CheckInvariants(db);
+}
