@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 using namespace paintlock::gateway;
@@ -143,6 +144,26 @@ TEST_CASE("storefront: events carry the epoch, the sequence and a small JSON pay
         "data: {\"free_at\":\"2026-12-02T14:05:09Z\",\"id\":\"p7\",\"state\":\"reserved\"}\n\n");
   CHECK(FormatAvailabilityEvent("e1", 8, {"p7", "sold", ""}) ==
         "id: e1-8\nevent: painting\ndata: {\"id\":\"p7\",\"state\":\"sold\"}\n\n");
+}
+
+TEST_CASE("storefront: an event's data is the bytes nlohmann writes for the same fields") {
+  const std::vector<Availability> cases = {
+      {"p1", "available", ""},
+      {"p2", "reserved", "2026-12-02T14:05:09Z"},
+      {"p3", "reserved", "2026-12-02T14:05:09Z", 3},
+      {"p4", "available", "", 1},
+      {"a.b_c-9", "sold", "", 0},
+      {"q\"uote", "st\\ate\n\x01", "\xc3\xa9t\xe9", 9223372036854775807LL},
+  };
+  for (const Availability& a : cases) {
+    nlohmann::json data = {{"id", a.painting}, {"state", a.state}};
+    if (!a.free_at.empty()) data["free_at"] = a.free_at;
+    if (a.line_length > 0) data["line_length"] = a.line_length;
+    CAPTURE(a.painting);
+    CHECK(FormatAvailabilityEvent("e9", 42, a) ==
+          "id: e9-42\nevent: painting\ndata: " +
+              data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n");
+  }
 }
 
 TEST_CASE("storefront: streams beyond max_streams are refused with 503, and slots come back") {
