@@ -50,11 +50,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -177,7 +177,7 @@ class AvailabilityFeed {
     Time Next() const;
 
    private:
-    std::map<std::string, Time> at_;
+    std::unordered_map<std::string, Time> at_;  // by painting: found by hash, not by compare
     std::set<std::pair<Time, std::string>> order_;
   };
 
