@@ -804,22 +804,26 @@ class EdgeServer::Core {
     Advance(c);  // pipelined bytes may hold the next request already
   }
 
-  // Asks a push stream for bytes when everything before has been sent.
+  // Asks a push stream for bytes when everything before has been sent, and
+  // again while what it gave went out whole: a stream gives a large backlog
+  // in slices (PushStream), so the connection never holds all of it.
   void Pump(Conn* c, Clock::time_point now) {
     if (!c->out.empty()) {
       if (now - c->out_since > options_.write_timeout) Close(c);  // a reader that stalled
       return;
     }
-    bool end = false;
-    std::string bytes = c->push->Next(now, &end);
-    if (!bytes.empty()) c->out = Chunk(bytes);
-    if (end) {
-      c->out += "0\r\n\r\n";
-      c->close_after_out = true;
+    for (;;) {
+      bool end = false;
+      std::string bytes = c->push->Next(now, &end);
+      if (!bytes.empty()) c->out = Chunk(bytes);
+      if (end) {
+        c->out += "0\r\n\r\n";
+        c->close_after_out = true;
+      }
+      if (c->out.empty()) return;
+      c->out_since = now;
+      if (!Flush(c) || !c->out.empty()) return;  // closed, or the rest waits for EPOLLOUT
     }
-    if (c->out.empty()) return;
-    c->out_since = now;
-    Flush(c);
   }
 
   void OnEvent(Conn* c, std::uint32_t events) {

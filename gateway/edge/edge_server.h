@@ -127,7 +127,9 @@ class PushStream {
  public:
   virtual ~PushStream() = default;
   // The next bytes to send (empty: nothing now). Set *end to finish the
-  // response; the connection is then closed.
+  // response; the connection is then closed. Asked again at once whenever
+  // its bytes were all written without waiting, so a large backlog can be
+  // given in slices.
   virtual std::string Next(std::chrono::steady_clock::time_point now, bool* end) = 0;
 };
 
