@@ -103,30 +103,24 @@ struct Cursor {
 };
 
 // A new stream's first changes are every painting (about 2 MB for 20,000):
-// written in pieces of about this size, so that a hundred streams opening at
-// once do not each hold all of it (make bench's reserve-watched: a peak RSS of
-// 128 MB with 100 streams, written whole). The reactor's pushes too.
+// given to the reactor in pieces of about this size, so that a hundred
+// streams opening at once do not each hold all of it (make bench's
+// reserve-watched: a peak RSS of 128 MB with 100 streams written whole, 198 MB
+// when the reactor was given whole backlogs).
 constexpr std::size_t kWriteSlice = 64 * 1024;
 // And read from the board this many at a time: neither a list of every
 // painting (320 KB of pointers for 20,000) for each new stream, nor the
-// board's lock held, against the reactor's pushes, while it is made.
-constexpr std::size_t kFirstReadBatch = 256;
+// board's lock held, against the feed's updates, while it is made.
+constexpr std::size_t kReadBatch = 256;
 
 // Appends the events `changes` owe the stream at `cursor` to `out`, and
-// advances the cursor. With a sink, writes `out` whenever it passes
-// kWriteSlice, and empties it; false when such a write failed.
-bool AppendChanges(const AvailabilityStream::Changes& changes, Cursor* cursor, std::string* out,
-                   httplib::DataSink* sink = nullptr) {
+// advances the cursor.
+void AppendChanges(const AvailabilityStream::Changes& changes, Cursor* cursor, std::string* out) {
   for (const auto& entry : changes.items) {
     *out += entry->event;
     if (!cursor->line.digests.empty()) *out += FormatLineEvents(entry->availability, &cursor->line);
-    if (sink != nullptr && out->size() >= kWriteSlice) {
-      if (!sink->write(out->data(), out->size())) return false;
-      out->clear();
-    }
   }
   cursor->after = changes.upto;
-  return true;
 }
 
 // Appends the line places a resumed stream is owed, once the board can tell them.
@@ -147,17 +141,14 @@ class AvailabilityStream::Pushed : public edge::PushStream {
   Pushed(AvailabilityStream& stream, std::shared_ptr<Slot> slot, std::shared_ptr<Cursor> cursor)
       : stream_(stream), slot_(std::move(slot)), cursor_(std::move(cursor)) {}
 
-  // At most about kWriteSlice at a time: the reactor asks again once it is
-  // written. A stream that waited for the board to become current is owed
-  // every painting, as a new one is, and a hundred of them at once must not
-  // each hold all of it (make bench's reserve-watched: a peak RSS of 198 MB
-  // when this returned everything owed).
+  // At most about kWriteSlice at a time (the reactor asks again once it is
+  // written): what a new stream is owed, or one that waited for the board to
+  // become current, is every painting.
   std::string Next(std::chrono::steady_clock::time_point now, bool* end) override {
     std::string out;
     Changes changes;
     do {
-      changes =
-          stream_.WaitForChanges(cursor_->after, std::chrono::milliseconds(0), kFirstReadBatch);
+      changes = stream_.WaitForChanges(cursor_->after, std::chrono::milliseconds(0), kReadBatch);
       if (changes.closed) {
         *end = true;
         return "";
@@ -378,22 +369,16 @@ void AvailabilityStream::Serve(const httplib::Request& req, httplib::Response& r
 
   res.set_header("X-Accel-Buffering", "no");  // proxies (nginx) must not buffer events
   if (edge::CanDetachResponse()) {
-    // httplib writes the head and this first chunk (the retry field and what
-    // the client is owed now); then the edge's reactor owns the connection.
+    // httplib writes the head and this first chunk (the retry field and the
+    // first slice of what the client is owed); then the edge's reactor owns
+    // the connection and pushes the rest.
     auto pushed = std::make_shared<Pushed>(*this, slot, cursor);
     res.set_chunked_content_provider(
-        "text/event-stream", [this, pushed, cursor](size_t, httplib::DataSink& sink) {
-          std::string out = "retry: " + std::to_string(options_.client_retry.count()) + "\n\n";
-          Changes changes;
-          do {
-            changes = WaitForChanges(cursor->after, std::chrono::milliseconds(0), kFirstReadBatch);
-            if (!AppendChanges(changes, cursor.get(), &out, &sink)) return false;
-          } while (changes.more);
-          AppendOwedLineSnapshot(*this, cursor.get(), &out);
-          cursor->last_write = std::chrono::steady_clock::now();
-          // (Never a write of nothing: to httplib that means "no more data".)
-          const bool written = out.empty() || sink.write(out.data(), out.size());
-          if (written && !changes.closed) edge::DetachResponse(pushed);
+        "text/event-stream", [this, pushed](size_t, httplib::DataSink& sink) {
+          bool end = false;
+          const std::string out = "retry: " + std::to_string(options_.client_retry.count()) +
+                                  "\n\n" + pushed->Next(std::chrono::steady_clock::now(), &end);
+          if (sink.write(out.data(), out.size()) && !end) edge::DetachResponse(pushed);
           return false;  // httplib stops here; the reactor continues (or the stream ends)
         });
     return;

@@ -140,7 +140,8 @@ class AvailabilityFeed {
  private:
   void Run();
   // One connection's life: returns when it breaks (after logging why) or on
-  // Stop(). `connected` is set once LISTEN and the first read succeeded.
+  // Stop(). `connected` is set once it listens and, if watched, its first
+  // read succeeded.
   void Listen(bool* connected);
   // Reads `ids` (empty: every painting), feeds the sink, updates the lapse
   // schedule.
