@@ -325,25 +325,29 @@ void AsyncPool::Submit(int statement, std::vector<Param> params, Done done,
 void AsyncPool::Dispatch() {
   if (dispatching_) return;  // Fail() and callbacks inside the loop below come back here
   dispatching_ = true;
-  for (auto& ptr : conns_) {
-    if (queue_.empty()) break;
-    Conn& c = *ptr;
-    if (c.state != Conn::State::kIdle) continue;
-    // Unless epoll has looked at it since it went idle (EventsRead).
-    if (c.idle_since >= events_read_ && IdleLooksDead(c.fd)) {
-      Fail(c, "closed by the server while idle");
-      continue;
+  // First the idle connections epoll has looked at since they went idle
+  // (EventsRead: a close by the server would have been its event), then the
+  // ones that went idle since, each after a look of its own (a poll).
+  for (const bool vouched : {true, false}) {
+    for (auto& ptr : conns_) {
+      if (queue_.empty()) break;
+      Conn& c = *ptr;
+      if (c.state != Conn::State::kIdle || (c.idle_since < events_read_) != vouched) continue;
+      if (!vouched && IdleLooksDead(c.fd)) {
+        Fail(c, "closed by the server while idle");
+        continue;
+      }
+      // The first statement still wanted; the others are dropped unrun.
+      std::optional<Job> job;
+      while (!job && !queue_.empty()) {
+        job = std::move(queue_.front());
+        queue_.pop_front();
+        if (job->wanted && !job->wanted()) job.reset();
+      }
+      if (!job) break;
+      c.job = std::move(*job);
+      Send(c);
     }
-    // The first statement still wanted; the others are dropped unrun.
-    std::optional<Job> job;
-    while (!job && !queue_.empty()) {
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      if (job->wanted && !job->wanted()) job.reset();
-    }
-    if (!job) break;
-    c.job = std::move(*job);
-    Send(c);
   }
   dispatching_ = false;
 }
