@@ -708,8 +708,18 @@ class EdgeServer::Core {
     if (conns_.count(c) == 0 || c->route_serial != serial || c->state != Conn::State::kAtRoute) {
       return false;
     }
+    const std::uint64_t turn = turns_.load(std::memory_order_relaxed);
     // Seen there in this very turn (ServeHere, moments ago): no second look.
-    if (c->present_turn == turns_.load(std::memory_order_relaxed)) return true;
+    if (c->present_turn == turn) return true;
+    // Epoll's word, as fresh as this turn's wait: the socket has been watched
+    // for bytes and hang-ups since the request was read (an event while at
+    // the route takes it out of epoll: then a peek), and this turn's wait
+    // reported nothing for it, or only bytes. A peek a request saved.
+    if (!c->peer_closed && (c->events & EPOLLRDHUP) != 0 && !c->muted &&
+        (c->event_turn == turn ? !c->event_hung_up : wait_was_complete_)) {
+      c->present_turn = turn;
+      return true;
+    }
     if (!ClientGone(c)) return true;
     LogClientGone(c->framer.method(), c->framer.target());
     Close(c);
@@ -826,9 +836,13 @@ class EdgeServer::Core {
     }
   }
 
-  void OnEvent(Conn* c, std::uint32_t events) {
-    c->event_turn = turns_.load(std::memory_order_relaxed);
+  static void NoteEvent(Conn* c, std::uint32_t events, std::uint64_t turn) {
+    c->event_turn = turn;
     c->event_hung_up = (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+  }
+
+  void OnEvent(Conn* c, std::uint32_t events) {
+    NoteEvent(c, events, turns_.load(std::memory_order_relaxed));
     TakeBack(c);
     if (c->state == Conn::State::kInWorker) {
       events_in_worker_.fetch_add(1, std::memory_order_relaxed);
@@ -936,6 +950,18 @@ class EdgeServer::Core {
       }
       const auto wait_began = Clock::now();
       const int n = epoll_wait(epoll_, events, kEventsPerWait, static_cast<int>(wait.count()));
+      const std::uint64_t turn = turns_.fetch_add(1, std::memory_order_relaxed) + 1;
+      // Every ready socket was reported (a full batch may have left some for
+      // the next wait): a connection without an event this turn had nothing
+      // to say when the wait returned (StillThere).
+      wait_was_complete_ = n < kEventsPerWait;
+      // What epoll said of each client, before any route's answer asks
+      // StillThere below.
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.ptr == nullptr || (events[i].data.u64 & kRoutesTag)) continue;
+        Conn* c = static_cast<Conn*>(events[i].data.ptr);
+        if (conns_.count(c) != 0) NoteEvent(c, events[i].events, turn);
+      }
       // The routes' sockets first (RoutesLoop): a database connection that
       // closed is known before any request of this turn is sent on it.
       for (int i = 0; i < n; ++i) {
@@ -979,7 +1005,6 @@ class EdgeServer::Core {
       // Muted connections whose workers have handed them back since (they
       // woke us): into epoll again.
       for (std::size_t i = muted_.size(); i-- > 0;) TakeBack(muted_[i]);
-      turns_.fetch_add(1, std::memory_order_relaxed);
       bool draining;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -1195,7 +1220,8 @@ class EdgeServer::Core {
 
   // Written by the reactor, read by tests (ReactorCounters).
   std::atomic<std::uint64_t> events_in_worker_{0};
-  std::atomic<std::uint64_t> turns_{0};
+  std::atomic<std::uint64_t> turns_{0};             // epoll waits so far, the current one included
+  bool wait_was_complete_ = false;                  // reactor only: see RunReactor
   std::atomic<std::uint64_t> lingered_{0};          // written by workers
   std::atomic<std::uint64_t> lingered_partial_{0};  // written by workers
   std::atomic<std::uint64_t> served_on_reactor_{0};
