@@ -20,4 +20,41 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
 }
 
+void JsonObjectText::Key(std::string_view key) {
+  if (!first_) out_ += ',';
+  first_ = false;
+  AppendJsonString(out_, key);
+  out_ += ':';
+}
+
+JsonObjectText& JsonObjectText::String(std::string_view key, std::string_view value) {
+  Key(key);
+  AppendJsonString(out_, value);
+  return *this;
+}
+
+JsonObjectText& JsonObjectText::Strings(std::string_view key,
+                                        const std::vector<std::string>& values) {
+  Key(key);
+  out_ += '[';
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out_ += ',';
+    AppendJsonString(out_, values[i]);
+  }
+  out_ += ']';
+  return *this;
+}
+
+JsonObjectText& JsonObjectText::Int(std::string_view key, std::int64_t value) {
+  Key(key);
+  out_ += std::to_string(value);
+  return *this;
+}
+
+JsonObjectText& JsonObjectText::Bool(std::string_view key, bool value) {
+  Key(key);
+  out_ += value ? "true" : "false";
+  return *this;
+}
+
 }  // namespace paintlock::base

@@ -29,21 +29,13 @@ std::string FormatAvailabilityEvent(const std::string& epoch, std::uint64_t seq,
   out += epoch;
   out += '-';
   out += std::to_string(seq);
-  out += "\nevent: painting\ndata: {";
-  if (!a.free_at.empty()) {
-    out += "\"free_at\":";
-    base::AppendJsonString(out, a.free_at);
-    out += ',';
-  }
-  out += "\"id\":";
-  base::AppendJsonString(out, a.painting);
-  if (a.line_length > 0) {
-    out += ",\"line_length\":";
-    out += std::to_string(a.line_length);
-  }
-  out += ",\"state\":";
-  base::AppendJsonString(out, a.state);
-  out += "}\n\n";
+  out += "\nevent: painting\ndata: ";
+  base::JsonObjectText data(out);
+  if (!a.free_at.empty()) data.String("free_at", a.free_at);
+  data.String("id", a.painting);
+  if (a.line_length > 0) data.Int("line_length", a.line_length);
+  data.String("state", a.state).End();
+  out += "\n\n";
   return out;
 }
 

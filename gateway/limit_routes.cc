@@ -174,11 +174,11 @@ std::string AllowedTakeBody(const std::string& key, std::int64_t remaining) {
   // replaced as WriteJson does). One allocation.
   std::string body;
   body.reserve(48 + key.size());
-  body += R"({"allowed":true,"key":)";
-  base::AppendJsonString(body, key);
-  body += R"(,"remaining":)";
-  body += std::to_string(remaining);
-  body += '}';
+  base::JsonObjectText(body)
+      .Bool("allowed", true)
+      .String("key", key)
+      .Int("remaining", remaining)
+      .End();
   return body;
 }
 

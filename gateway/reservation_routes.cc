@@ -8,6 +8,7 @@
 //          release service (checkout/release.h): never a reservation its buyer paid.
 #include "gateway/reservation_routes.h"
 
+#include "base/json_text.h"
 #include "gateway/edge/edge_server.h"
 #include "gateway/http_errors.h"
 #include "gateway/idempotency.h"
@@ -114,10 +115,17 @@ void WriteReservation(const CartRequest& cart, const checkout::Checkout::Reserve
         using T = std::decay_t<decltype(o)>;
         if constexpr (std::is_same_v<T, locks::Granted>) {
           res.set_header("Location", "/v1/reservations/" + o.reservation_id);
-          WriteJson(res, 201,
-                    {{"reservation_id", o.reservation_id},
-                     {"held_until", o.held_until},
-                     {"paintings", cart.paintings}});
+          // Written straight out, keys in nlohmann's order: an nlohmann
+          // object here was about a quarter of a reserve's allocations.
+          std::string body;
+          body.reserve(96 + o.reservation_id.size() + o.held_until.size() +
+                       16 * cart.paintings.size());
+          base::JsonObjectText(body)
+              .String("held_until", o.held_until)
+              .Strings("paintings", cart.paintings)
+              .String("reservation_id", o.reservation_id)
+              .End();
+          SetJsonBody(res, 201, std::move(body));
         } else {
           WriteError(res, ErrorFor(o));
         }
