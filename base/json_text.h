@@ -19,7 +19,7 @@ void AppendJsonString(std::string& out, std::string_view s);
 // One flat JSON object written into `out`, member by member, then End(). The
 // bytes are nlohmann's dump of the same object when the members come in its
 // order (keys sorted, as its std::map keeps them): each writer holds that in a
-// test against nlohmann. Keys are the caller's literals; values are escaped.
+// test against nlohmann. Keys and values are escaped alike (AppendJsonString).
 //   JsonObjectText(body).Bool("allowed", true).String("key", key).End();
 class JsonObjectText {
  public:

@@ -169,9 +169,9 @@ bool ReadTake(const httplib::Request& req, httplib::Response& res, TakeCall* cal
 
 std::string AllowedTakeBody(const std::string& key, std::int64_t remaining) {
   // nlohmann's object would cost some twenty allocations a take (a map, an
-  // array for each pair, copies of every string); only the key needs its
-  // escaping (base::AppendJsonString: nlohmann's bytes, invalid UTF-8
-  // replaced as WriteJson does). One allocation.
+  // array for each pair, copies of every string); base::JsonObjectText writes
+  // nlohmann's bytes (invalid UTF-8 replaced as WriteJson does) into one
+  // string. One allocation.
   std::string body;
   body.reserve(48 + key.size());
   base::JsonObjectText(body)
