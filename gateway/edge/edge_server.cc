@@ -836,13 +836,8 @@ class EdgeServer::Core {
     }
   }
 
-  static void NoteEvent(Conn* c, std::uint32_t events, std::uint64_t turn) {
-    c->event_turn = turn;
-    c->event_hung_up = (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
-  }
-
+  // `events` were noted on `c` (event_turn, event_hung_up) earlier in the turn.
   void OnEvent(Conn* c, std::uint32_t events) {
-    NoteEvent(c, events, turns_.load(std::memory_order_relaxed));
     TakeBack(c);
     if (c->state == Conn::State::kInWorker) {
       events_in_worker_.fetch_add(1, std::memory_order_relaxed);
@@ -956,11 +951,13 @@ class EdgeServer::Core {
       // to say when the wait returned (StillThere).
       wait_was_complete_ = n < kEventsPerWait;
       // What epoll said of each client, before any route's answer asks
-      // StillThere below.
+      // StillThere below and before OnEvent (ServeHere reads it there).
       for (int i = 0; i < n; ++i) {
         if (events[i].data.ptr == nullptr || (events[i].data.u64 & kRoutesTag)) continue;
         Conn* c = static_cast<Conn*>(events[i].data.ptr);
-        if (conns_.count(c) != 0) NoteEvent(c, events[i].events, turn);
+        if (conns_.count(c) == 0) continue;
+        c->event_turn = turn;
+        c->event_hung_up = (events[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
       }
       // The routes' sockets first (RoutesLoop): a database connection that
       // closed is known before any request of this turn is sent on it.
