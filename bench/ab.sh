@@ -47,13 +47,7 @@ esac
 bench_clients=$clients  # each gateway's pool: one connection a client
 bench_start_cluster "$build"
 db=$(bench_create_database ab)
-{
-  echo "id,title,price_minor,currency"
-  for i in $(seq 1 20000); do echo "bench-$i,Bench painting $i,1000,eur"; done
-} >"$bench_work/ab-catalog.csv"
-DATABASE_URL=$db "$build/paintlockctl" catalog import "$bench_work/ab-catalog.csv" >/dev/null
-psql "$db" -qc "INSERT INTO credit_accounts (id, balance)
-                SELECT i::text, 1000000000 FROM generate_series(1, 1000) i"
+bench_seed_database "$db" 20000 1000 1000000000
 gateway_env=(PAINTLOCK_HOLD_SECONDS=2 PAINTLOCK_RATE_LIMITS=api:100:10
   PAINTLOCK_QUOTAS=bench:1000000000:UTC)
 bench_gateway_bin=$a bench_start_gateway "$db" ab-a "${gateway_env[@]}"

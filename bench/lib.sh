@@ -76,6 +76,20 @@ bench_create_database() {
   echo "$url"
 }
 
+# bench_seed_database DB_URL PAINTINGS ACCOUNTS BALANCE: the catalogue
+# bench-1..bench-PAINTINGS (imported as a seller would, through paintlockctl)
+# and credit accounts 1..ACCOUNTS holding BALANCE each.
+bench_seed_database() {
+  local db=$1 paintings=$2 accounts=$3 balance=$4
+  {
+    echo "id,title,price_minor,currency"
+    for i in $(seq 1 "$paintings"); do echo "bench-$i,Bench painting $i,1000,eur"; done
+  } >"$bench_work/catalog.csv"
+  DATABASE_URL=$db "$bench_build/paintlockctl" catalog import "$bench_work/catalog.csv" >/dev/null
+  psql "$db" -qc "INSERT INTO credit_accounts (id, balance)
+                  SELECT i::text, $balance FROM generate_series(1, $accounts) i"
+}
+
 bench_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }

@@ -129,13 +129,7 @@ elif ! diff -ru bench/pgbench "$bench_work/pgbench" >&2; then
 fi
 
 db=$(bench_create_database bench)
-{
-  echo "id,title,price_minor,currency"
-  for i in $(seq 1 "$paintings"); do echo "bench-$i,Bench painting $i,1000,eur"; done
-} >"$bench_work/catalog.csv"
-DATABASE_URL=$db "$build/paintlockctl" catalog import "$bench_work/catalog.csv" >/dev/null
-psql "$db" -qc "INSERT INTO credit_accounts (id, balance)
-                SELECT i::text, $starting_balance FROM generate_series(1, $accounts) i"
+bench_seed_database "$db" "$paintings" "$accounts" "$starting_balance"
 
 # ---- Resets (every phase starts alike) and checks (after every phase) ------
 # The holders are cleared first, so the DELETE skips the foreign keys' actions
