@@ -47,7 +47,7 @@ TEST_CASE("NewRequestId does not repeat across threads") {
 }
 
 TEST_CASE("SystemRandom's small draws do not repeat, across refills and threads") {
-  constexpr int kThreads = 4, kEach = 3000;  // 16 bytes each: about 47 refills a thread
+  constexpr int kThreads = 4, kEach = 4000;  // 16 bytes each: 4 fills of the buffer a thread
   std::vector<std::vector<std::string>> drawn(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
