@@ -46,13 +46,19 @@ bool LooksLikeUuid(const std::string& text) {
 }
 
 std::optional<std::string> NewReservationId() {
-  std::optional<std::string> hex = base::RandomHex(16);
-  if (!hex) return std::nullopt;
-  std::string& h = *hex;
-  h[12] = '4';                                                  // version 4: random
-  h[16] = "89ab"[std::stoi(h.substr(16, 1), nullptr, 16) & 3];  // RFC 4122 variant
-  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
-         "-" + h.substr(20);
+  // Written in place: every reserve makes one.
+  unsigned char b[16];
+  if (!base::SystemRandom(b, sizeof b)) return std::nullopt;
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4: random
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static const char kHex[] = "0123456789abcdef";
+  std::string id(36, '-');
+  for (std::size_t i = 0, at = 0; i < sizeof b; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) ++at;  // past a dash
+    id[at++] = kHex[b[i] >> 4];
+    id[at++] = kHex[b[i] & 0xf];
+  }
+  return id;
 }
 
 namespace {
