@@ -140,8 +140,12 @@ void AvailabilityFeed::Listen(bool* connected) {
       n.commit();
     }
     SetKeepalives(c.sock());
-    std::set<std::string> due;              // notified or lapsed, not read yet
-    IdReceiver receiver(c, &due, &heard_);  // LISTEN, before the first read
+    std::set<std::string> due;  // notified or lapsed, not read yet
+    // Listening (LISTEN) only while reading: from just before each full read
+    // that makes the board current (the first, and each on waking). Not while
+    // idle (UNLISTEN), so PostgreSQL does not deliver notifications for the
+    // feed to drop; the full read on waking covers what changed meanwhile.
+    std::optional<IdReceiver> receiver;
     lapses_.Clear();
     // Whether the sink has had everything since the last full read on this
     // connection: false until the first, and while idle.
@@ -161,10 +165,10 @@ void AvailabilityFeed::Listen(bool* connected) {
     };
     auto last_full_read = steady_clock::now();
     auto last_read = last_full_read;
-    base::LogInfo("availability_listening",
+    base::LogInfo("availability_feed_connected",
                   {{"channel", kChannel}, {"backend_pid", c.backendpid()}});
     if (idle(last_read)) {
-      *connected = true;  // listening; its first read waits for someone to watch
+      *connected = true;  // its LISTEN and first read wait for someone to watch
       if (current_) current_(false);
     }
 
@@ -176,6 +180,7 @@ void AvailabilityFeed::Listen(bool* connected) {
       c.get_notifs();
       auto now = steady_clock::now();
       if (idle(now)) {
+        receiver.reset();  // UNLISTEN
         if (reading) {
           reading = false;
           lapses_.Clear();
@@ -183,7 +188,7 @@ void AvailabilityFeed::Listen(bool* connected) {
           base::LogInfo("availability_feed_idle", {{"why", "no stream open"},
                                                    {"idle_after_ms", options_.idle_after.count()}});
         }
-        due.clear();  // nobody to tell; the full read on waking covers them
+        due.clear();
         poll(fds, 2, -1);
         DrainWakes();
         continue;
@@ -192,6 +197,7 @@ void AvailabilityFeed::Listen(bool* connected) {
       // What is in `due` is taken before a read: anything notified while it
       // runs stays for the next.
       if (!reading || now - last_full_read >= options_.full_read_interval) {
+        if (!receiver) receiver.emplace(c, &due, &heard_);  // LISTEN before the read
         due.clear();
         Read(c, {});
         last_full_read = last_read = now;

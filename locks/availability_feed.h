@@ -32,12 +32,14 @@
 //   * Reads only for someone (given `watched`): while nobody has watched for
 //     `idle_after` (and from the start, if nobody watches then), the feed
 //     reads nothing, neither what is notified nor lapses nor the full read,
-//     and says so (current(false)); the notifications are still taken from
-//     the connection and dropped. Once watched again (Wake()), it reads
-//     everything before anything else, then says current(true). Each
-//     notified painting's read cost PostgreSQL 12-15 µs and the gateway 7 µs,
-//     about two a reservation, for no one when no stream is open
-//     (bench/reports/2026-12-07-0100-idle-feed.md).
+//     and says so (current(false)). Nor does it listen (UNLISTEN), so
+//     PostgreSQL delivers no notification for it to drop. Once watched again
+//     (Wake()), it listens, then reads everything before anything else, then
+//     says current(true). Each notified painting's read cost PostgreSQL
+//     12-15 µs and the gateway 7 µs, about two a reservation, for no one when
+//     no stream is open (bench/reports/2026-12-07-0100-idle-feed.md); taking
+//     the notifications only to drop them was still 2% of the gateway's CPU
+//     under the reserve load.
 // The connection has the pool's session settings (statement_timeout,
 // lock_timeout, idle_in_transaction_session_timeout). libpqxx exceptions
 // never leave this class: they are logged and end the connection.

@@ -491,8 +491,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "storefront: the feed reads nothing while nobody watches, and everything first when watched "
-    "again") {
+    "storefront: the feed neither listens nor reads while nobody watches, and reads everything "
+    "first when watched again") {
   TestDatabase db;
   locks::AvailabilityFeedOptions options;
   options.database.url = db.url();
@@ -520,20 +520,16 @@ TEST_CASE(
       return told == expected;
     });
   };
-  const auto read_count = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return reads.size();
-  };
   const auto notify = [&](const std::string& id) {
     db.Exec("SELECT pg_notify('paintlock_availability', '" + id + "')");
   };
   feed.Start();
 
-  // Connected with nobody watching: it says the board is not current, reads
-  // nothing, and drops what is notified.
+  // Connected with nobody watching: it says the board is not current, and
+  // neither listens nor reads. PostgreSQL delivers a notification only to
+  // the sessions listening when it commits, so p1's never reaches the feed.
   REQUIRE(told_is({false}));
   notify("p1");
-  REQUIRE(Eventually([&] { return feed.NotificationsHeard() == 1; }));
 
   // Watched: every painting first, then what is notified.
   watched = true;
@@ -545,22 +541,32 @@ TEST_CASE(
     CHECK(reads[0].size() == 12);
   }
   notify("p2");
-  CHECK(Eventually([&] {
+  REQUIRE(Eventually([&] {
     std::lock_guard<std::mutex> lock(mu);
     return reads.size() == 2 && reads[1] == std::set<std::string>{"p2"};
   }));
+  CHECK(feed.NotificationsHeard() == 1);  // p2's, not p1's
 
-  // Nobody watches any more: idle_after later it stops reading.
+  // Nobody watches any more: idle_after later it stops listening (before it
+  // says so) and reading. p3's notification never reaches it either.
   watched = false;
   feed.Wake();
   REQUIRE(told_is({false, true, false}));
-  const size_t reads_when_idle = read_count();
   notify("p3");
-  REQUIRE(Eventually([&] { return feed.NotificationsHeard() == 3; }));
-  // A read of p3 would come on the same wake-up as its notification, before
-  // the feed next looks at Stop(): after the join, none came.
+
+  // Watched again: it listens, and reads every painting first, p3 among them.
+  watched = true;
+  feed.Wake();
+  REQUIRE(told_is({false, true, false, true}));
+  notify("p4");
+  REQUIRE(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return reads.size() == 4 && reads[3] == std::set<std::string>{"p4"};
+  }));
   feed.Stop();
-  CHECK(read_count() == reads_when_idle);
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(reads[2].size() == 12);           // the full read on waking: nothing read while idle
+  CHECK(feed.NotificationsHeard() == 2);  // p2's and p4's
 }
 
 TEST_CASE(
