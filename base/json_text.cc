@@ -57,4 +57,10 @@ JsonObjectText& JsonObjectText::Bool(std::string_view key, bool value) {
   return *this;
 }
 
+JsonObjectText& JsonObjectText::Raw(std::string_view key, std::string_view json) {
+  Key(key);
+  out_.append(json.data(), json.size());
+  return *this;
+}
+
 }  // namespace paintlock::base

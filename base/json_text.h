@@ -28,6 +28,8 @@ class JsonObjectText {
   JsonObjectText& Strings(std::string_view key, const std::vector<std::string>& values);
   JsonObjectText& Int(std::string_view key, std::int64_t value);
   JsonObjectText& Bool(std::string_view key, bool value);
+  // A value already written as JSON text (say, an nlohmann value's dump).
+  JsonObjectText& Raw(std::string_view key, std::string_view json);
   void End() { out_ += '}'; }
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/http_text.h"
+#include "base/json_text.h"
 #include "base/log.h"
 #include "checkout/checkout.h"
 #include "gateway/limit_routes_parsing.h"
@@ -593,14 +594,34 @@ void SetJsonBody(httplib::Response& res, int status, std::string json) {
 }
 
 void WriteError(httplib::Response& res, const HttpError& error) {
-  nlohmann::json body = error.extra.is_object() ? error.extra : nlohmann::json::object();
-  body["code"] = error.code;
-  body["message"] = error.message;
-  if (!base::CurrentRequestId().empty()) body["request_id"] = base::CurrentRequestId();
+  // The object `extra` + code, message and request_id (these three win over
+  // extra's), written member by member in nlohmann's key order rather than
+  // copied into a new document: every refused reserve writes one.
+  const std::string& request_id = base::CurrentRequestId();
+  const std::pair<std::string_view, std::string_view> own[] = {
+      {"code", error.code}, {"message", error.message}, {"request_id", request_id}};
+  const std::size_t own_count = request_id.empty() ? 2 : 3;
+  std::size_t next_own = 0;
+  std::string body;
+  base::JsonObjectText out(body);
+  const auto own_before = [&](std::string_view key) {
+    for (; next_own < own_count && own[next_own].first < key; ++next_own) {
+      out.String(own[next_own].first, own[next_own].second);
+    }
+  };
+  if (error.extra.is_object()) {
+    for (const auto& [key, value] : error.extra.items()) {
+      own_before(key);
+      if (next_own < own_count && own[next_own].first == key) continue;
+      out.Raw(key, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+  }
+  for (; next_own < own_count; ++next_own) out.String(own[next_own].first, own[next_own].second);
+  out.End();
   if (error.retry_after_seconds > 0) {
     res.set_header("Retry-After", std::to_string(error.retry_after_seconds));
   }
-  WriteJson(res, error.status, body);
+  SetJsonBody(res, error.status, std::move(body));
 }
 
 void WriteErrorPage(httplib::Response& res, const HttpError& error) {
