@@ -1,7 +1,8 @@
 // JSON text written straight into a string, for the lines and answers the
 // gateway writes on every request, where building an nlohmann object first
 // cost more than the rest of the work (base/log.cc, gateway/limit_routes.cc,
-// gateway/reservation_routes.cc, gateway/availability_stream.cc).
+// gateway/reservation_routes.cc, gateway/availability_stream.cc, and every
+// error body: gateway/http_errors.cc).
 #pragma once
 
 #include <cstdint>
