@@ -68,14 +68,18 @@ bool SystemRandom(unsigned char* out, std::size_t size) {
 }
 
 std::string Hex(const unsigned char* data, std::size_t size) {
-  static const char kHex[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(size * 2);
-  for (std::size_t i = 0; i < size; ++i) {
-    hex.push_back(kHex[data[i] >> 4]);
-    hex.push_back(kHex[data[i] & 0xf]);
-  }
+  AppendHex(hex, data, size);
   return hex;
+}
+
+void AppendHex(std::string& out, const unsigned char* data, std::size_t size) {
+  static const char kHex[] = "0123456789abcdef";
+  out.reserve(out.size() + size * 2);
+  for (std::size_t i = 0; i < size; ++i) {
+    out.push_back(kHex[data[i] >> 4]);
+    out.push_back(kHex[data[i] & 0xf]);
+  }
 }
 
 std::optional<std::string> RandomHex(std::size_t bytes, const RandomSource& source) {

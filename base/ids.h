@@ -35,5 +35,7 @@ std::string NewRequestId();
 
 // Lowercase hex of `size` bytes.
 std::string Hex(const unsigned char* data, std::size_t size);
+// The same, appended to `out`.
+void AppendHex(std::string& out, const unsigned char* data, std::size_t size);
 
 }  // namespace paintlock::base

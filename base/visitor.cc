@@ -4,10 +4,12 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
 
+#include "base/ids.h"
 #include "base/text.h"
 
 namespace paintlock::base {
@@ -128,13 +130,7 @@ std::string VisitorIdentity::Hash(const std::string& raw_address) const {
   unsigned int len = 0;
   HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
        reinterpret_cast<const unsigned char*>(address.data()), address.size(), mac, &len);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < 16 && i < len; ++i) {
-    out.push_back(kHex[mac[i] >> 4]);
-    out.push_back(kHex[mac[i] & 0xf]);
-  }
-  return out;
+  return Hex(mac, std::min(len, 16u));
 }
 
 std::optional<std::string> VisitorKeyOrRandom(const std::string& configured,

@@ -4,6 +4,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "base/ids.h"
 #include "locks/row_json.h"
 #include "locks/statements.h"
 
@@ -15,17 +16,6 @@ constexpr const char* kKeyPrefix = "plk_";
 // Domain separation: the secret may one day derive other things too.
 constexpr const char* kDerivationLabel = "paintlock-license:v1:";
 
-std::string Hex(const unsigned char* bytes, std::size_t n) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(kHex[bytes[i] >> 4]);
-    out.push_back(kHex[bytes[i] & 0xf]);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string DeriveLicenseKey(const std::string& secret, const std::string& subscription_id) {
@@ -34,13 +24,13 @@ std::string DeriveLicenseKey(const std::string& secret, const std::string& subsc
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
-  return kKeyPrefix + Hex(mac, len);
+  return kKeyPrefix + base::Hex(mac, len);
 }
 
 std::string LicenseKeyDigest(const std::string& key) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(key.data()), key.size(), digest);
-  return Hex(digest, sizeof digest);
+  return base::Hex(digest, sizeof digest);
 }
 
 bool LooksLikeLicenseKey(const std::string& key) {

@@ -51,12 +51,13 @@ std::optional<std::string> NewReservationId() {
   if (!base::SystemRandom(b, sizeof b)) return std::nullopt;
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4: random
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  static const char kHex[] = "0123456789abcdef";
-  std::string id(36, '-');
-  for (std::size_t i = 0, at = 0; i < sizeof b; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) ++at;  // past a dash
-    id[at++] = kHex[b[i] >> 4];
-    id[at++] = kHex[b[i] & 0xf];
+  std::string id;
+  id.reserve(36);
+  std::size_t from = 0;
+  for (const std::size_t group : {4, 2, 2, 2, 6}) {  // 8-4-4-4-12 hex digits
+    if (from > 0) id += '-';
+    base::AppendHex(id, b + from, group);
+    from += group;
   }
   return id;
 }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/ids.h"
+
 namespace paintlock::webhooks {
 
 std::string ComputeSignature(std::string_view secret, std::int64_t timestamp,
@@ -19,14 +21,7 @@ std::string ComputeSignature(std::string_view secret, std::int64_t timestamp,
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(signed_payload.data()), signed_payload.size(), mac,
        &mac_len);
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(mac_len * 2);
-  for (unsigned int i = 0; i < mac_len; ++i) {
-    hex.push_back(kHex[mac[i] >> 4]);
-    hex.push_back(kHex[mac[i] & 0xf]);
-  }
-  return hex;
+  return base::Hex(mac, mac_len);
 }
 
 std::string SignatureHeader(std::string_view secret, std::int64_t timestamp,
