@@ -604,19 +604,19 @@ void WriteError(httplib::Response& res, const HttpError& error) {
   std::size_t next_own = 0;
   std::string body;
   base::JsonObjectText out(body);
-  const auto own_before = [&](std::string_view key) {
-    for (; next_own < own_count && own[next_own].first < key; ++next_own) {
+  const auto own_before = [&](const std::string* key) {  // null: all the rest
+    for (; next_own < own_count && (!key || own[next_own].first < *key); ++next_own) {
       out.String(own[next_own].first, own[next_own].second);
     }
   };
   if (error.extra.is_object()) {
     for (const auto& [key, value] : error.extra.items()) {
-      own_before(key);
+      own_before(&key);
       if (next_own < own_count && own[next_own].first == key) continue;
       out.Raw(key, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
   }
-  for (; next_own < own_count; ++next_own) out.String(own[next_own].first, own[next_own].second);
+  own_before(nullptr);
   out.End();
   if (error.retry_after_seconds > 0) {
     res.set_header("Retry-After", std::to_string(error.retry_after_seconds));

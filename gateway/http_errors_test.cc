@@ -34,8 +34,13 @@ TEST_CASE("errors: a body is the bytes the JSON object would give, whatever extr
       {400, "invalid_request", "No extra at all.", json::object(), 0},
       // Keys before, between and after the three own ones, and one of them
       // (which the own member overwrites).
-      {400, "mixed", "m", json{{"a", 1}, {"code", "not this"}, {"d", {1, 2}}, {"n", nullptr},
-                               {"request_idx", true}, {"z", json{{"nested", "x"}}}},
+      {400, "mixed", "m",
+       json{{"a", 1},
+            {"code", "not this"},
+            {"d", {1, 2}},
+            {"n", nullptr},
+            {"request_idx", true},
+            {"z", json{{"nested", "x"}}}},
        0},
       // Bytes a message or an extra may carry from the request.
       {400, "quoted", "qu\"ote\\back \x01 ctl, ünïcödé, \xff not utf-8",

@@ -142,8 +142,8 @@ class AvailabilityFeed {
  private:
   void Run();
   // One connection's life: returns when it breaks (after logging why) or on
-  // Stop(). `connected` is set once it listens and, if watched, its first
-  // read succeeded.
+  // Stop(). `connected` is set once it is connected and, if watched, has
+  // listened and made its first read.
   void Listen(bool* connected);
   // Reads `ids` (empty: every painting), feeds the sink, updates the lapse
   // schedule.
