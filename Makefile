@@ -92,10 +92,13 @@ tsan: tsan-build
 fuzz: asan-build
 	@fuzz/run.sh build-asan $(FUZZ_SECONDS) $(FUZZ_JOBS)
 
+# Tracked files and new ones not yet added (but not ignored ones): a new file
+# is formatted and checked before its first commit, not first by CI.
+CXX_SOURCES = $$(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
 format:
-	@clang-format -i $$(git ls-files '*.cc' '*.h')
+	@clang-format -i $(CXX_SOURCES)
 format-check:
-	@clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')
+	@clang-format --dry-run -Werror $(CXX_SOURCES)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
