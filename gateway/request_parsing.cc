@@ -74,6 +74,8 @@ class CartReader : public nlohmann::json_sax<nlohmann::json> {
   struct Field {
     enum Kind { kAbsent, kNull, kString, kOther } kind = kAbsent;
     std::string text;
+    bool given() const { return kind != kAbsent && kind != kNull; }  // null is as absent
+    bool is_string() const { return kind == kString; }
   };
 
   bool object = false;           // the body is an object
@@ -138,14 +140,18 @@ class CartReader : public nlohmann::json_sax<nlohmann::json> {
         paintings.clear();
         break;
       case Slot::kBuyer:
-        buyer = {kind, kind == Field::kString ? std::move(*text) : std::string()};
+        buyer = FieldOf(kind, text);
         break;
       case Slot::kLineToken:
-        line_token = {kind, kind == Field::kString ? std::move(*text) : std::string()};
+        line_token = FieldOf(kind, text);
         break;
       case Slot::kOther:
         break;
     }
+  }
+
+  static Field FieldOf(Field::Kind kind, std::string* text) {
+    return {kind, kind == Field::kString ? std::move(*text) : std::string()};
   }
 
   bool Scalar(Field::Kind kind, std::string* text = nullptr) {
@@ -198,23 +204,23 @@ std::optional<CartRequest> ParseCartJson(const std::string& body, bool allow_buy
   }
   CartRequest cart;
   cart.paintings = std::move(r.paintings);
-  if (r.buyer.kind != CartReader::Field::kAbsent && r.buyer.kind != CartReader::Field::kNull) {
+  if (r.buyer.given()) {
     *param = "buyer";
-    if (!allow_buyer || r.buyer.kind != CartReader::Field::kString || r.buyer.text.size() > 200) {
+    if (!allow_buyer || !r.buyer.is_string() || r.buyer.text.size() > 200) {
       *error = allow_buyer ? "\"buyer\" must be a string of at most 200 characters."
                            : "\"buyer\" is not accepted here.";
       return std::nullopt;
     }
     cart.buyer_ref = std::move(r.buyer.text);
   }
-  const CartReader::Field& token = r.line_token;
-  if (token.kind != CartReader::Field::kAbsent && token.kind != CartReader::Field::kNull) {
-    if (token.kind != CartReader::Field::kString || !ValidLineToken(token.text, error, param)) {
+  if (r.line_token.given()) {
+    if (!r.line_token.is_string()) {
       *param = "line_token";
-      if (token.kind != CartReader::Field::kString) *error = "\"line_token\" must be a string.";
+      *error = "\"line_token\" must be a string.";
       return std::nullopt;
     }
-    cart.line_token = token.text;
+    if (!ValidLineToken(r.line_token.text, error, param)) return std::nullopt;
+    cart.line_token = std::move(r.line_token.text);
   }
   *param = "paintings";
   if (!ValidateCart(cart.paintings, error)) return std::nullopt;
