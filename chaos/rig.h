@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "base/http_server.h"
 #include "chaos/schedule.h"
 #include "tests/support/harness.h"
 
@@ -96,7 +97,7 @@ class Rig {
   std::string pool_url_;  // the gateways' DATABASE_URL: database_url_, or PgBouncer's
   CampaignShape shape_;
   std::unique_ptr<testing::TestDatabase> db_;
-  httplib::Server relay_;
+  base::HttpServer relay_;
   std::thread relay_thread_;
   int relay_port_ = 0;
   std::unique_ptr<testing::FakeStripe> stripe_;

@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "base/http_server.h"
 #include "base/metrics.h"
 #include "checkout/checkout.h"
 #include "gateway/availability_stream.h"
@@ -95,7 +96,7 @@ class MetricsListener {
 
  private:
   MetricsEndpoint& endpoint_;
-  httplib::Server server_;
+  base::HttpServer server_;
   std::thread thread_;
 };
 

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <thread>
 
+#include "base/http_server.h"
 #include "base/log.h"
 #include "base/version.h"
-#include "base/wide_backlog_server.h"
 #include "checkout/checkout.h"
 #include "gateway/availability_stream.h"
 #include "gateway/availability_stream_listener.h"

@@ -342,6 +342,31 @@ TEST_CASE("SIGTERM drains an in-flight request and exits cleanly") {
   CHECK(!gw.process().Events("stopped").empty());
 }
 
+// httplib's own socket options set SO_REUSEPORT, under which a second server
+// binds a taken port and the kernel splits connections between the two: a
+// buyer's checkout was once answered by a fake Stripe sharing the gateway's
+// port. Our servers bind with SO_REUSEADDR only (base/http_server.h).
+TEST_CASE("a port another server listens on: start-up fails and says so, never shares it") {
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base());
+  const std::string taken = "127.0.0.1:" + std::to_string(gw.port());
+
+  Process second("gateway-on-taken-port", {BuildDir() + "/paintlock"},
+                 {{"DATABASE_URL", db.url()},
+                  {"STRIPE_SECRET_KEY", kStripeKey},
+                  {"STRIPE_API_BASE", stripe.base()},
+                  {"PAINTLOCK_LISTEN", taken}});
+  CHECK(second.Wait() == 1);
+  CHECK(second.Log().find("cannot listen on " + taken) != std::string::npos);
+
+  Process fake("fake-stripe-on-taken-port", {BuildDir() + "/fake-stripe", "--listen", taken}, {});
+  CHECK(fake.Wait() == 1);
+  CHECK(fake.Events("listen_failed").size() == 1);
+
+  CHECK(Request(gw.base(), "GET", "/healthz").status == 200);  // the first one is unharmed
+}
+
 TEST_CASE("start-up refuses a bad configuration with one line per problem") {
   TestDatabase db;
   Process p("gateway-bad-config", {BuildDir() + "/paintlock"},

@@ -54,8 +54,8 @@
 #include <string>
 #include <vector>
 
+#include "base/http_server.h"
 #include "base/visitor.h"
-#include "base/wide_backlog_server.h"
 #include "locks/async_pool.h"
 
 namespace paintlock::gateway::edge {
@@ -161,7 +161,7 @@ struct ReactorCounters {
 // back in epoll and handing it to the reactor. Set it before any server runs.
 void SetHandBackHookForTesting(void (*hook)());
 
-class EdgeServer : public base::WideBacklogServer {
+class EdgeServer : public base::HttpServer {
  public:
   explicit EdgeServer(EdgeOptions options);
   ~EdgeServer() override;
