@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include <deque>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <regex>
@@ -181,17 +183,79 @@ std::string AdminUrl() {
 std::string BuildDir() { return Env("PAINTLOCK_BUILD_DIR", PAINTLOCK_BUILD_DIR); }
 std::string SourceDir() { return Env("PAINTLOCK_SOURCE_DIR", PAINTLOCK_SOURCE_DIR); }
 
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+namespace {
+
+// The kernel's ephemeral ports: what bind(0) and outgoing connections are
+// given. Ports handed out below never come from it.
+std::pair<int, int> EphemeralPorts() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768, high = 60999;
+  range >> low >> high;
+  return {low, high};
+}
+
+// Whether nothing is bound to 127.0.0.1:port (no SO_REUSEADDR: a port with
+// connections lingering in TIME_WAIT counts as taken too).
+bool LoopbackPortFree(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
-  return ntohs(addr.sin_port);
+  return free;
+}
+
+}  // namespace
+
+// A port is handed out a while before anything listens on it: a fake Stripe
+// is told the gateway's webhook address before the gateway starts. So that
+// nothing else takes it meanwhile, the port is
+//  - outside the ephemeral range, which bind(0) (every fake Stripe) and every
+//    outgoing connection draw from;
+//  - not handed to another test process within two minutes: the ports handed
+//    out are kept, under an exclusive lock, in a file all test processes share.
+// Our servers bind without SO_REUSEPORT (base/http_server.h), so if anything
+// still took the port, the gateway fails to start and says so; it never
+// shares the port.
+int FreeLoopbackPort() {
+  constexpr std::time_t kKept = 120;
+  const std::string registry = "/tmp/paintlock-test-ports";
+  const int lock = open((registry + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  REQUIRE_MESSAGE(lock >= 0, "cannot open " << registry << ".lock");
+  REQUIRE(flock(lock, LOCK_EX) == 0);
+  const std::time_t now = std::time(nullptr);
+  std::map<int, std::time_t> handed_out;
+  {
+    std::ifstream in(registry);
+    int port = 0;
+    std::time_t at = 0;
+    while (in >> port >> at) {
+      if (now - at < kKept) handed_out[port] = at;
+    }
+  }
+  const auto [ephemeral_low, ephemeral_high] = EphemeralPorts();
+  const bool below = ephemeral_low > 11000;
+  const int first = below ? 10000 : ephemeral_high + 1;
+  const int last = below ? ephemeral_low - 1 : 65535;
+  std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pick(first, last);
+  int port = 0;
+  for (int attempt = 0; attempt < 1000 && port == 0; ++attempt) {
+    const int candidate = pick(random);
+    if (!handed_out.count(candidate) && LoopbackPortFree(candidate)) port = candidate;
+  }
+  if (port != 0) {
+    handed_out[port] = now;
+    std::ofstream out(registry, std::ios::trunc);
+    for (const auto& [p, at] : handed_out) out << p << ' ' << at << '\n';
+  }
+  flock(lock, LOCK_UN);
+  close(lock);
+  REQUIRE_MESSAGE(port != 0, "no free loopback port in " << first << "-" << last);
+  return port;
 }
 
 TestDatabase::TestDatabase(const std::map<std::string, long long>& paintings) {

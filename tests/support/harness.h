@@ -62,6 +62,8 @@ void ReportStatisticsNow(pqxx::connection_base& c);
 std::string AdminUrl();
 std::string BuildDir();
 std::string SourceDir();
+// A loopback port nothing listens on, kept from other tests for two minutes
+// (harness.cc says how): for a server started after it is handed out.
 int FreeLoopbackPort();
 
 // A child process whose stdout/stderr go to a log file.
