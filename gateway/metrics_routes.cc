@@ -71,8 +71,10 @@ std::string RouteLabel(const httplib::Request& req) {
   return route.append(req.path, std::min(done, req.path.size()));
 }
 
-void CountRequest(const httplib::Request& req, const httplib::Response& res, double seconds) {
-  const std::string route = RouteLabel(req);
+void CountRequest(const httplib::Request& req, const httplib::Response& res, double seconds,
+                  std::string_view route) {
+  std::string read;  // a given label is used as it is, not copied
+  if (route.empty()) route = read = RouteLabel(req);
   const char* method = MethodLabel(req.method);
   Requests().With({route, method, std::to_string(res.status)}).Inc();
   Durations().With({route, method}).Observe(seconds);

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "base/http_server.h"
@@ -36,8 +37,10 @@ namespace paintlock::gateway {
 // The route label of a request served (or refused) by the router.
 std::string RouteLabel(const httplib::Request& req);
 
-// Counts one answered request; called by the middleware's access log.
-void CountRequest(const httplib::Request& req, const httplib::Response& res, double seconds);
+// Counts one answered request; called by the middleware's access log. Under
+// `route`, or RouteLabel(req) when it is empty.
+void CountRequest(const httplib::Request& req, const httplib::Response& res, double seconds,
+                  std::string_view route = {});
 
 // One answered webhook delivery: its event type ("unverified" when the
 // signature or body was refused) and outcome (the fulfilment outcome,

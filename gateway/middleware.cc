@@ -59,10 +59,10 @@ bool BeginRequest(const Config& config, const httplib::Request& req, httplib::Re
 }
 
 void EndRequest(const httplib::Request& req, const httplib::Response& res,
-                std::chrono::steady_clock::time_point started) {
+                std::chrono::steady_clock::time_point started, std::string_view route) {
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  CountRequest(req, res, ms / 1000);
+  CountRequest(req, res, ms / 1000, route);
   // Every request writes this line, so no json object is built for it
   // (base::LogFields). Its fields in the order nlohmann's map would give them.
   const std::string path = LoggablePath(req.path);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "gateway/config.h"
 
@@ -25,10 +26,12 @@ void InstallMiddleware(httplib::Server& server, const Config& config);
 // BeginRequest sets the request id (thread-local, for log lines, and the
 // X-Request-Id header), Cache-Control and the CORS headers, and is true when
 // that answered the request already (a preflight); EndRequest writes the
-// access-log line, counts the request, and clears the request id.
+// access-log line, counts the request (under `route`, or the label
+// RouteLabel reads from req.matches when it is empty), and clears the
+// request id.
 bool BeginRequest(const Config& config, const httplib::Request& req, httplib::Response& res);
 void EndRequest(const httplib::Request& req, const httplib::Response& res,
-                std::chrono::steady_clock::time_point started);
+                std::chrono::steady_clock::time_point started, std::string_view route = {});
 
 // False (and the 401 written) unless the request carries
 // Authorization: Bearer <PAINTLOCK_API_KEY>; compared in constant time.

@@ -49,13 +49,14 @@ struct ReactorApi::Pending {
   std::shared_ptr<httplib::Request> req;
   httplib::Response res;
   Clock::time_point started;
+  std::string_view route_label;  // empty: RouteLabel reads it from req.matches
   std::string request_id;
   Answer answer;
   Present present;  // asked before the statement is sent: no work for a client gone
   ToWorkers to_workers;
 
   void Finish() {
-    EndRequest(*req, res, started);
+    EndRequest(*req, res, started, route_label);
     answer(res);
   }
 
@@ -89,7 +90,7 @@ ReactorApi::ReactorApi(const Config& config, locks::RateLimiter& limiter,
                CarriesIdempotencyKey},
               {"/v1/quotas/", "/consume", std::regex(kQuotaConsumeRoute), &ReactorApi::Consume,
                false, ConsumeToWorkers},
-              {kReservationsRoute, "", std::regex(kReservationsRoute), &ReactorApi::Reserve, true,
+              {kReservationsRoute, "", std::nullopt, &ReactorApi::Reserve, true,
                CarriesIdempotencyKey}} {}
 
 ReactorApi::~ReactorApi() = default;
@@ -112,14 +113,14 @@ ReactorApi::PoolStats ReactorApi::Stats() const {
   return {ready_.load(std::memory_order_relaxed), waiting_.load(std::memory_order_relaxed)};
 }
 
-bool ReactorApi::Route::Frames(const std::string& path) const {
-  return path.size() >= prefix.size() + suffix.size() && path.rfind(prefix, 0) == 0 &&
-         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+bool ReactorApi::Route::Frames(std::string_view path) const {
+  return path.size() >= prefix.size() + suffix.size() && path.substr(0, prefix.size()) == prefix &&
+         path.substr(path.size() - suffix.size()) == suffix;
 }
 
 bool ReactorApi::Wants(const std::string& method, const std::string& target) const {
   if (!pool_ || method != "POST") return false;
-  const std::string path = target.substr(0, target.find('?'));
+  const std::string_view path = std::string_view(target).substr(0, target.find('?'));
   return std::any_of(routes_.begin(), routes_.end(),
                      [&](const Route& r) { return r.Frames(path); });
 }
@@ -128,8 +129,8 @@ bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Pre
                        ToWorkers to_workers) {
   const Route* route = nullptr;
   for (const Route& r : routes_) {
-    // The pattern fills req.matches as httplib would; the cheap frame first.
-    if (r.Frames(req->path) && std::regex_match(req->path, req->matches, r.pattern)) {
+    if (!r.Frames(req->path)) continue;  // the cheap look first
+    if (r.pattern ? std::regex_match(req->path, req->matches, *r.pattern) : req->path == r.prefix) {
       route = &r;
       break;
     }
@@ -138,6 +139,7 @@ bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Pre
   auto p = std::make_shared<Pending>();
   p->req = std::move(req);
   p->started = Clock::now();
+  if (!route->pattern) p->route_label = route->prefix;  // req.matches left empty
   p->answer = std::move(answer);
   p->present = std::move(present);
   p->to_workers = std::move(to_workers);

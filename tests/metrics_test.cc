@@ -161,6 +161,29 @@ TEST_CASE("metrics: a scrape after traffic counts it by route, outcome and endpo
   CheckInvariants(db);
 }
 
+TEST_CASE("metrics: requests the reactor answers count under the routes a worker's would") {
+  TestDatabase db;
+  Gateway gw(db, kNoStripe,
+             {{{"PAINTLOCK_METRICS", kApiKeyMetrics}, {"PAINTLOCK_RATE_LIMITS", "api:5:0.001"}}});
+  const std::string base = gw.base();
+  // Without an Idempotency-Key the reactor answers; with one, a worker.
+  REQUIRE(PostJson(base, "/v1/reservations", {{"paintings", {"p1"}}}, ApiKeyHeader()).status ==
+          201);
+  CHECK(db.Scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND application_name = 'paintlock-async' "
+                  "AND query LIKE '%paintlock_reserve_on_sale%'") == "1");
+  httplib::Headers keyed = ApiKeyHeader();
+  keyed.emplace("Idempotency-Key", "metrics-worker-reserve");
+  REQUIRE(PostJson(base, "/v1/reservations", {{"paintings", {"p2"}}}, keyed).status == 201);
+  REQUIRE(PostJson(base, "/v1/ratelimits/api:caller/take", json::object(), ApiKeyHeader()).status ==
+          200);
+
+  const auto s = Samples(Scrape(base).body);
+  CHECK(Value(s, Http("/v1/reservations", "POST", "201")) == 2);
+  CHECK(Value(s, Http("/v1/ratelimits/{}/take", "POST", "200")) == 1);
+  CHECK(!Value(s, Http("unmatched", "POST", "201")));
+}
+
 TEST_CASE("metrics: requests the edge refuses before any handler are counted by reason") {
   TestDatabase db;
   Gateway gw(db, "http://127.0.0.1:9", {{{"PAINTLOCK_METRICS", kApiKeyMetrics}}});
