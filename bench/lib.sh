@@ -13,6 +13,7 @@
 bench_clients=${BENCH_CLIENTS:-32}
 bench_seconds=${BENCH_SECONDS:-8}
 bench_rounds=${BENCH_ROUNDS:-2}
+bench_warmup_seconds=${BENCH_WARMUP_SECONDS:-3}
 bench_api_key=bench-api-key-0123456789
 
 # bench_start_cluster BUILD: starts $BUILD/pg, sets bench_admin_url and

@@ -48,8 +48,9 @@ def section(title, paragraphs, columns):
     return out + ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
 
 
-# Each gateway phase against the pgbench phase right after it: how far the
-# ratio moves between rounds of the same code is the noise a reader must allow.
+# Each round's gateway phase against its pgbench phase (next to each other, in
+# turns: bench/run.sh): how far the ratio moves between rounds of the same
+# code is the noise a reader must allow.
 def round_ratios(g, p):
     return ", ".join(f"{ratio(a['tps'], b['tps']):.2f}" for a, b in zip(g, p))
 
@@ -67,7 +68,7 @@ for row in rows:
 stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 lines = [
     f"# Benchmark: the gateway vs pgbench on the same SQL ({stamp})", "",
-    f"{clients} concurrent clients, {seconds} s per phase, {rounds} alternating round(s) per "
+    f"{clients} concurrent clients, {seconds} s per phase, {rounds} round(s) per "
     f"workload, one gateway per workload (log level {log_level}). {setup}. The gateway is driven "
     f"by bench/load_main.cc over keep-alive HTTP; pgbench -M prepared runs bench/pgbench/*.sql, "
     f"the gateway's statements from sql/queries/. Both share the machine's cores with "

@@ -2,8 +2,8 @@
 # `make bench`: one report over every workload. Each workload runs through the
 # gateway (bench/load_main.cc over keep-alive HTTP) and through pgbench running
 # the very same SQL (bench/pgbench/*.sql, made from sql/queries/) on the same
-# database, in the same run, alternating phases so neither side gets the
-# warmer cache:
+# database, in the same run, after an unmeasured warm-up of each, in phases
+# that take turns going first so neither side gets the warmer cache:
 #
 #   reserve             POST /v1/reservations, availability publishing on (pgbench:
 #                       publishing off, as in every workload; see below)
@@ -28,7 +28,8 @@
 #   bench/run.sh [BUILD]
 #   env: BENCH_CLIENTS (32), BENCH_SECONDS per phase (8), BENCH_ROUNDS (2),
 #        BENCH_WORKLOADS (all seven, space-separated), BENCH_PAINTINGS (20000),
-#        BENCH_WATCHERS (100),
+#        BENCH_WATCHERS (100), BENCH_WARMUP_SECONDS (3: each side's unmeasured
+#        phase before a workload's rounds; 0 for none),
 #        BENCH_HOLD_SECONDS (2), BENCH_ACCOUNTS (1000), BENCH_KEYS (10000),
 #        BENCH_SUBJECTS (20000), BENCH_QUOTA_LIMIT (1000000000: never refuses,
 #        so every decision writes), BENCH_GATEWAY (another binary in the
@@ -184,7 +185,7 @@ check_quota() {  # SIDE JSON
     "$2" "$counted"
 }
 
-# ---- One workload: a gateway of its own, then alternating rounds -----------
+# ---- One workload: a gateway of its own, a warm-up, then rounds in turns ---
 # measure NAME REQUESTS-PER-ITERATION PUBLISHING-ARRAY RESET CHECK SCRIPT
 #   GATEWAY-ENV (one string of VAR=VALUE words) LOAD-ARGS (one string)
 #   PGBENCH-ARGS (one string). Prints one line: NAME|requests|round JSONs…
@@ -199,16 +200,44 @@ measure() {
   local pid=$gateway_pid line="$name|$per_iteration" r g p
   # measure runs in a subshell: the script's own EXIT trap does not see this gateway.
   trap "bench_stop_gateway $pid" EXIT
+  # Each phase from a reset, checked before anything else runs (the checks
+  # read what it left in the database).
+  gateway_phase() {
+    local out
+    $reset
+    echo "bench: $name: $1: gateway, $bench_clients clients, ${bench_seconds}s" >&2
+    out=$(bench_gateway_phase "$pid" "${load_args[@]}")
+    $check "the gateway's phase" "$out"
+  }
+  pgbench_phase() {
+    local out
+    $reset
+    echo "bench: $name: $1: pgbench, $bench_clients clients, ${bench_seconds}s" >&2
+    out=$(for kv in "${publishing[@]}" "${PUBLISHING_OFF[@]}"; do export "${kv?}"; done
+          bench_pgbench_phase "$db" "$bench_work/pgbench/$script" "${pgbench_args[@]}")
+    $check "pgbench's phase" "$out"
+  }
+  # A warm-up for each side first, measured by neither. Without it the
+  # gateway's round 1 ran on a process just started (its connections and
+  # statements new) and, in the first workload, on a cluster just started:
+  # in the four reports of 2026-12-07 06:06-10:15, `reserve` through the
+  # gateway ran its round 1 at 0.74-0.93 of its round 2, pgbench at 1.03-1.13.
+  if ((bench_warmup_seconds > 0)); then
+    (bench_seconds=$bench_warmup_seconds
+     gateway_phase "warm-up" >/dev/null
+     pgbench_phase "warm-up" >/dev/null)
+  fi
+  # Then the rounds, in turns (gateway first in odd rounds, pgbench first
+  # in even ones), so a drift within the run (tables growing, the cache
+  # settling) does not always fall on the same side.
   for r in $(seq 1 "$bench_rounds"); do
-    $reset
-    echo "bench: $name: round $r/$bench_rounds: gateway, $bench_clients clients, ${bench_seconds}s" >&2
-    g=$(bench_gateway_phase "$pid" "${load_args[@]}")
-    g=$($check "the gateway's phase" "$g")
-    $reset
-    echo "bench: $name: round $r/$bench_rounds: pgbench, $bench_clients clients, ${bench_seconds}s" >&2
-    p=$(for kv in "${publishing[@]}" "${PUBLISHING_OFF[@]}"; do export "${kv?}"; done
-        bench_pgbench_phase "$db" "$bench_work/pgbench/$script" "${pgbench_args[@]}")
-    p=$($check "pgbench's phase" "$p")
+    if ((r % 2)); then
+      g=$(gateway_phase "round $r/$bench_rounds")
+      p=$(pgbench_phase "round $r/$bench_rounds")
+    else
+      p=$(pgbench_phase "round $r/$bench_rounds")
+      g=$(gateway_phase "round $r/$bench_rounds")
+    fi
     line+="|$g|$p"
   done
   line+="|{\"peak_rss_kb\": $(bench_peak_rss_kb "$pid")}"
@@ -252,6 +281,6 @@ report=$report_dir/$(date -u +%Y-%m-%d-%H%M)-bench.md
 in_place=""
 [[ -z "${BENCH_GATEWAY:-}" ]] || in_place="; in the gateway's place: $BENCH_GATEWAY"
 python3 bench/report.py "$report" "$bench_clients" "$bench_seconds" "$bench_rounds" \
-  "paintings $paintings (hold ${hold} s), accounts $accounts, rate-limit keys $keys (bucket $capacity, refill $refill/s), quota subjects $subjects (limit $quota_limit)$in_place; scheduling: $bench_scheduling" \
+  "paintings $paintings (hold ${hold} s), accounts $accounts, rate-limit keys $keys (bucket $capacity, refill $refill/s), quota subjects $subjects (limit $quota_limit)$in_place; scheduling: $bench_scheduling; each side warmed up ${bench_warmup_seconds} s unmeasured, then rounds in turns (the gateway first in odd rounds, pgbench in even ones)" \
   "${PUBLISHING_OFF[*]}" "${LOG_LEVEL:-info}" "${results[@]}"
 echo "bench: report written to $report" >&2
