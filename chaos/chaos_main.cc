@@ -184,6 +184,14 @@ std::string RenderLedger(std::uint64_t seed, double minutes, const CampaignShape
       }
     }
     if (shown > 10) o << "\n(" << shown - 10 << " more violations; see the answers file)\n";
+    // Once more without the histories, last: CI prints a failed phase's last lines again.
+    o << "\n## violations, in short\n";
+    shown = 0;
+    for (const auto& r : results) {
+      for (const auto& v : r.violations) {
+        if (++shown <= 10) o << "- " << r.name.substr(0, 2) << " " << v.detail << "\n";
+      }
+    }
   }
   o << "\nresult: " << (violations ? "VIOLATED" : "every invariant held") << " (seed " << seed
     << "); every answer: " << out_dir << "/answers-" << seed << ".jsonl\n";
