@@ -325,7 +325,7 @@ HttpError ErrorFor(const locks::DbFailure& failure, Surface surface) {
       break;
     case locks::DbFailureKind::kUnavailable:
       if (failure.may_have_committed && surface == Surface::kPaintings) {
-        return {503, "unavailable",
+        return {503, "outcome_unknown",
                 "The gateway lost its database part-way through. Your paintings may be held "
                 "for you for a few minutes (the hold lapses by itself); nothing was charged. "
                 "Please try again shortly.",

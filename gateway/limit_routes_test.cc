@@ -77,11 +77,13 @@ TEST_CASE("rate limits: database trouble on these endpoints says nothing of pain
 TEST_CASE("a write whose answer was lost with the connection is not told as nothing changed") {
   namespace locks = paintlock::locks;
   locks::DbFailure lost{locks::DbFailureKind::kUnavailable, "server closed the connection", true};
-  for (auto surface : {Surface::kLimits, Surface::kQuotas, Surface::kWebhooks}) {
+  for (auto surface :
+       {Surface::kLimits, Surface::kQuotas, Surface::kWebhooks, Surface::kPaintings}) {
     HttpError e = ErrorFor(lost, surface);
     CHECK(e.status == 503);
     CHECK(e.code == "outcome_unknown");
     CHECK(e.message.find("Nothing changed") == std::string::npos);
+    CHECK(e.message.find("Nothing was reserved") == std::string::npos);
     CHECK(e.message.find("server closed") == std::string::npos);
   }
   locks::DbFailure refused{locks::DbFailureKind::kUnavailable, "connection refused"};

@@ -250,7 +250,7 @@ TEST_CASE("sell mode: a reservation the database may have committed is never sol
     REQUIRE(waiting);
   }
   CHECK(reply.status == 503);
-  CHECK(reply.json["code"] == "unavailable");
+  CHECK(reply.json["code"] == "outcome_unknown");
   CHECK(reply.json["message"].get<std::string>().find("may be held") != std::string::npos);
   CHECK(shop.stripe.Sessions().empty());
   CHECK(Request(shop.gateway.base(), "GET", "/healthz").json["offline_checkouts"] == 0);
