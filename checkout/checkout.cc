@@ -70,10 +70,12 @@ CheckoutOutcome Checkout::Start(const std::vector<std::string>& cart,
     // paintings now; a session Stripe made anyway is a late payment later.
     auto released = release_.Undo(granted.reservation_id,
                                   err->Unavailable() ? "stripe_unavailable" : "stripe_error");
-    if (std::holds_alternative<locks::DbFailure>(released)) {
-      // The hold lapses by itself; nothing is lost but a few minutes.
+    if (const auto* f = std::get_if<locks::DbFailure>(&released)) {
+      // The hold stays until it lapses by itself, so the Stripe error's "nothing was
+      // reserved" would be a lie: the answer says a hold may remain.
       base::LogWarn("release_after_stripe_failure_failed",
                     {{"reservation_id", granted.reservation_id}});
+      return locks::DbFailure{locks::DbFailureKind::kUnavailable, f->detail, true};
     }
     return FailureOf(*err);
   }

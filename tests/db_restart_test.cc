@@ -209,3 +209,33 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return Lines(gw.process(), "database_connected_again", "info") == 1; }));
   CHECK(Lines(gw.process(), "database_connect_failed", "warn") == 1);
 }
+
+// The other way a checkout can be left holding what it cannot give back: Stripe fails, and
+// the release that would make "nothing was reserved" true cannot reach the database.
+TEST_CASE(
+    "db restart: a checkout whose Stripe call fails while PostgreSQL is down says a hold may "
+    "remain") {
+  PrivateCluster cluster;
+  TestDatabase db;
+  FakeStripe stripe;
+  Gateway gw(db, stripe.base(), {{{"STRIPE_TIMEOUT_MS", "5000"}, {"STRIPE_MAX_RETRIES", "0"}}});
+  // Stripe answers after the gateway stopped waiting: a timeout, so no session to attach.
+  stripe.Control("POST", "/_test/faults", {{"delay_next", 1}, {"delay_ms", 8000}});
+
+  Reply reply;
+  std::thread buyer([&] { reply = PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p7"}}}); });
+  Joiner joiner{buyer};
+  REQUIRE(Eventually([&] {
+    return db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = 'p7'") == "1";
+  }));
+  cluster.Stop();  // while the gateway waits for Stripe, with the hold committed
+  buyer.join();
+  cluster.Start();
+  CAPTURE(reply.body);
+  CHECK(reply.status == 503);
+  CHECK(reply.json["code"] == "outcome_unknown");
+  CHECK(reply.json["message"].get<std::string>().find("may be held") != std::string::npos);
+  // The hold is there: "nothing was reserved" would have been the lie.
+  CHECK(db.HeldOn("p7") == "1");
+  CheckInvariants(db);
+}
