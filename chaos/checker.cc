@@ -89,6 +89,12 @@ std::vector<Interval> LiveIntervals(const ReservationRow& r) {
 
 bool IsCheckoutLike(StepKind k) { return k == StepKind::kCheckout || k == StepKind::kDisconnect; }
 
+// An answer that says nothing either way about its write: none (a timeout, a reset), or
+// a 503 saying the outcome is unknown (the database was lost part-way; a hold may remain).
+bool OutcomeUnknown(const Answer& a) {
+  return a.status == 0 || (a.status == 503 && a.code == "outcome_unknown");
+}
+
 std::set<std::string> Set(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
 
 class Checker {
@@ -319,7 +325,7 @@ class Checker {
         } else if (!a.session_id.empty() && r->session != a.session_id) {
           bad("reservation " + a.reservation_id + " names session '" + r->session + "'");
         }
-      } else if (k == StepKind::kReserve && a.status != 0) {
+      } else if (k == StepKind::kReserve && !OutcomeUnknown(a)) {
         ++out.checked;
         std::vector<const ReservationRow*> mine;
         for (const auto& [id, r] : reservations_) {
@@ -422,7 +428,7 @@ class Checker {
       if (candidates.empty()) continue;
       bool all_errors = true;
       for (const Answer* a : candidates) {
-        if (a->status == 0 || a->status == 201 || a->step.kind == StepKind::kDisconnect) {
+        if (OutcomeUnknown(*a) || a->status == 201 || a->step.kind == StepKind::kDisconnect) {
           all_errors = false;
         }
       }
@@ -469,9 +475,7 @@ class Checker {
         yes[a.step.key]++;
       // No answer, or a 503 saying the decision was sent and its answer lost
       // (a failover): it may have been counted.
-      if (a.status == 0 ||
-          (a.status == 503 && a.body.is_object() && a.body.value("code", "") == "outcome_unknown"))
-        unknown[a.step.key]++;
+      if (OutcomeUnknown(a)) unknown[a.step.key]++;
     }
     std::map<std::string, int> used;
     for (const auto& row : n.exec("SELECT subject, used FROM quota_usage WHERE quota = "
