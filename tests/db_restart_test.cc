@@ -31,6 +31,15 @@ std::string Backends(TestDatabase& db, const std::string& condition) {
       condition);
 }
 
+// Locks the row of the reservation that includes `painting` in `w`: a write to
+// it (the checkout's attach) waits until `w` ends.
+void LockReservationOf(pqxx::work& w, const std::string& painting) {
+  w.exec(
+      "SELECT 1 FROM reservations r JOIN reservation_items i ON i.reservation_id = r.id "
+      "WHERE i.painting_id = " +
+      w.quote(painting) + " FOR UPDATE OF r");
+}
+
 // The one backend of the gateway waiting for a row lock other than `not_pid`;
 // "" when there is none.
 std::string WaitingBackend(TestDatabase& db, const std::string& not_pid = "0") {
@@ -119,17 +128,11 @@ TEST_CASE("db restart: a checkout whose connection breaks while attaching tells 
       reply = PostJson(gw.base(), "/v1/checkout", {{"paintings", {painting}}});
     });
     Joiner joiner{buyer};  // however this lambda ends (a failed REQUIRE throws)
-    REQUIRE(Eventually([&] {
-      return db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = '" + painting +
-                       "'") == "1";
-    }));
+    REQUIRE(Eventually([&] { return db.ReservationsOf(painting) == "1"; }));
     // The attach updates the reservation's row: it waits for this lock.
     pqxx::connection blocker(db.url());
     pqxx::work hold(blocker);
-    hold.exec(
-        "SELECT 1 FROM reservations r JOIN reservation_items i ON i.reservation_id = r.id "
-        "WHERE i.painting_id = '" +
-        painting + "' FOR UPDATE OF r");
+    LockReservationOf(hold, painting);
     std::string ended = "0";
     for (int i = 0; i < breaks; ++i) {
       std::string waiting;
@@ -180,16 +183,12 @@ TEST_CASE(
     answered = true;
   });
   Joiner joiner{buyer};
-  REQUIRE(Eventually([&] {
-    return db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = 'p5'") == "1";
-  }));
+  REQUIRE(Eventually([&] { return db.ReservationsOf("p5") == "1"; }));
   {
     // The attach waits for this row lock, so it is in flight when PostgreSQL stops.
     pqxx::connection blocker(db.url());
     pqxx::work hold(blocker);
-    hold.exec(
-        "SELECT 1 FROM reservations r JOIN reservation_items i ON i.reservation_id = r.id "
-        "WHERE i.painting_id = 'p5' FOR UPDATE OF r");
+    LockReservationOf(hold, "p5");
     REQUIRE(Eventually([&] { return !WaitingBackend(db).empty(); }));
     // A crash: a fast shutdown could end the blocker first and let the attach commit.
     cluster.Stop("immediate");
@@ -225,9 +224,7 @@ TEST_CASE(
   Reply reply;
   std::thread buyer([&] { reply = PostJson(gw.base(), "/v1/checkout", {{"paintings", {"p7"}}}); });
   Joiner joiner{buyer};
-  REQUIRE(Eventually([&] {
-    return db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = 'p7'") == "1";
-  }));
+  REQUIRE(Eventually([&] { return db.ReservationsOf("p7") == "1"; }));
   cluster.Stop();  // while the gateway waits for Stripe, with the hold committed
   buyer.join();
   cluster.Start();

@@ -188,8 +188,7 @@ TEST_CASE("idempotency: twins with one key on two gateways: one acts, the others
     CHECK(acted + replayed + in_use == 4);
     CHECK(ids.size() == 1);
     in_use_seen += in_use;
-    CHECK(db.Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = '" + painting +
-                    "'") == "1");
+    CHECK(db.ReservationsOf(painting) == "1");
     // Whoever waited gets the one answer once it is recorded.
     Reply later = Reserve(two.base(), key, {painting});
     CHECK(later.status == 201);

@@ -317,6 +317,10 @@ std::string TestDatabase::HeldOn(const std::string& painting) {
       painting + "' AND r.state = 'held'");
 }
 
+std::string TestDatabase::ReservationsOf(const std::string& painting) {
+  return Scalar("SELECT count(*) FROM reservation_items WHERE painting_id = '" + painting + "'");
+}
+
 std::string TestDatabase::LockWaiters() {
   return Scalar(
       "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

@@ -37,6 +37,8 @@ class TestDatabase {
   std::string Scalar(const std::string& sql);
   // How many held reservations hold `painting`, as text.
   std::string HeldOn(const std::string& painting);
+  // How many reservations, in any state, have ever included `painting`, as text.
+  std::string ReservationsOf(const std::string& painting);
   // How many backends of this database wait for a lock, as text.
   std::string LockWaiters();
   // Every invariant of DESIGN.md that SQL can see; empty when all hold.
