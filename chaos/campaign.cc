@@ -1,12 +1,13 @@
 #include "chaos/campaign.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <pqxx/pqxx>
 #include <thread>
+
+#include "base/loopback.h"
 
 namespace paintlock::chaos {
 
@@ -26,11 +27,8 @@ httplib::Headers Api() { return {{"Authorization", std::string("Bearer ") + test
 void HangUp(int port, const json& body, std::int64_t wait_ms, bool partial) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+  const sockaddr_in addr = base::LoopbackAddress(port);
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
     const std::string text = body.dump();
     std::string req =
         "POST /v1/checkout HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "

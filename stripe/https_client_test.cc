@@ -28,6 +28,7 @@
 
 #include "base/form.h"
 #include "base/log.h"
+#include "base/loopback.h"
 
 namespace paintlock::stripe {
 namespace {
@@ -216,9 +217,7 @@ std::string FormValue(const std::string& body, const std::string& key) {
 int UnusedPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = paintlock::base::LoopbackAddress();
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   socklen_t len = sizeof addr;
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "admin/catalog_file.h"
+#include "base/loopback.h"
 #include "locks/catalogue.h"
 #include "locks/database.h"
 #include "locks/migrator.h"
@@ -199,11 +200,8 @@ std::pair<int, int> EphemeralPorts() {
 bool LoopbackPortFree(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  const sockaddr_in addr = base::LoopbackAddress(port);
+  const bool free = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
   return free;
 }

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/loopback.h"
+
 namespace paintlock::testing {
 
 // One raw TCP connection to a server on loopback.
@@ -29,11 +31,8 @@ class RawClient {
     src.sin_family = AF_INET;
     inet_pton(AF_INET, source_ip.c_str(), &src.sin_addr);
     REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    const sockaddr_in addr = base::LoopbackAddress(port);
+    connected_ = connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
   }
   ~RawClient() { Close(); }
   RawClient(const RawClient&) = delete;

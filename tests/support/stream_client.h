@@ -2,7 +2,6 @@
 // tests (storefront, line) read it.
 #pragma once
 
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -17,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "base/loopback.h"
 
 namespace paintlock::testing {
 
@@ -46,11 +47,8 @@ class StreamClient {
                         const std::string& query = "") {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     REQUIRE(fd_ >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const sockaddr_in addr = base::LoopbackAddress(port);
+    REQUIRE(connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
     const std::string request = "GET /v1/paintings/stream" + query +
                                 " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                 "Accept: text/event-stream\r\n" +
