@@ -51,13 +51,22 @@ struct ReactorApi::Pending {
   Clock::time_point started;
   std::string_view route_label;  // empty: RouteLabel reads it from req.matches
   std::string request_id;
-  Answer answer;
-  Present present;  // asked before the statement is sent: no work for a client gone
-  ToWorkers to_workers;
+  edge::RouteTicket ticket;
+
+  Pending(std::shared_ptr<httplib::Request> r, edge::RouteTicket t)
+      : req(std::move(r)), started(Clock::now()), ticket(t) {}
 
   void Finish() {
     EndRequest(*req, res, started, route_label);
-    answer(res);
+    ticket.Answer(res);
+  }
+
+  // Asked by the pool before the statement is sent: no work for a client
+  // gone. It holds a pointer, not a copy: small enough for std::function's
+  // own storage (no allocation), and the pool asks only while the statement's
+  // continuation, which owns this Pending, is alive.
+  std::function<bool()> Present() const {
+    return [ticket = &ticket] { return ticket->Present(); };
   }
 
   // The statement's continuation: its outcome written into the answer by
@@ -125,8 +134,7 @@ bool ReactorApi::Wants(const std::string& method, const std::string& target) con
                      [&](const Route& r) { return r.Frames(path); });
 }
 
-bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present,
-                       ToWorkers to_workers) {
+bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, edge::RouteTicket ticket) {
   const Route* route = nullptr;
   for (const Route& r : routes_) {
     if (!r.Frames(req->path)) continue;  // the cheap look first
@@ -136,13 +144,8 @@ bool ReactorApi::Serve(std::shared_ptr<httplib::Request> req, Answer answer, Pre
     }
   }
   if (!route || route->to_workers(*req)) return false;
-  auto p = std::make_shared<Pending>();
-  p->req = std::move(req);
-  p->started = Clock::now();
+  auto p = std::make_shared<Pending>(std::move(req), ticket);
   if (!route->pattern) p->route_label = route->prefix;  // req.matches left empty
-  p->answer = std::move(answer);
-  p->present = std::move(present);
-  p->to_workers = std::move(to_workers);
   if (BeginRequest(config_, *p->req, p->res) ||
       (route->api_key && !RequireApiKey(config_, *p->req, p->res))) {
     p->Finish();
@@ -162,7 +165,7 @@ void ReactorApi::Take(const std::shared_ptr<Pending>& p) {
                      Pending::Then<locks::TakeOutcome>(
                          p, [this](const locks::TakeOutcome& outcome,
                                    httplib::Response& res) { WriteTake(limiter_, outcome, res); }),
-                     p->present);
+                     p->Present());
 }
 
 void ReactorApi::Hold(const std::shared_ptr<Pending>& p) {
@@ -172,12 +175,12 @@ void ReactorApi::Hold(const std::shared_ptr<Pending>& p) {
                      Pending::Then<locks::HoldOutcome>(
                          p, [call](const locks::HoldOutcome& outcome,
                                    httplib::Response& res) { WriteHold(call, outcome, res); }),
-                     p->present);
+                     p->Present());
 }
 
 void ReactorApi::Commit(const std::shared_ptr<Pending>& p) {
   credits_.CommitAsync(*pool_, kCommit, p->req->matches[1],
-                       Pending::Then<locks::CommitOutcome>(p, WriteCommit), p->present);
+                       Pending::Then<locks::CommitOutcome>(p, WriteCommit), p->Present());
 }
 
 void ReactorApi::Consume(const std::shared_ptr<Pending>& p) {
@@ -188,7 +191,7 @@ void ReactorApi::Consume(const std::shared_ptr<Pending>& p) {
       Pending::Then<locks::ConsumeOutcome>(
           p, [call](const locks::ConsumeOutcome& outcome,
                     httplib::Response& res) { WriteConsume(call, outcome, res); }),
-      p->present);
+      p->Present());
 }
 
 void ReactorApi::Reserve(const std::shared_ptr<Pending>& p) {
@@ -201,7 +204,7 @@ void ReactorApi::Reserve(const std::shared_ptr<Pending>& p) {
         if (std::holds_alternative<locks::TakeOverNeeded>(outcome)) {
           // Expiring the lapsed holder's session at Stripe is a worker's work.
           // Nothing was reserved: the worker reserves again from the start.
-          p->to_workers();
+          p->ticket.ToWorkers();
           base::SetCurrentRequestId("");
           return;
         }
@@ -209,7 +212,8 @@ void ReactorApi::Reserve(const std::shared_ptr<Pending>& p) {
             checkout::Narrow<checkout::Checkout::ReserveResult>(outcome));
         // Without an Idempotency-Key (those go to the workers) nobody can ask
         // for this answer again: a hold for a caller who has left is let go.
-        if (const auto* granted = std::get_if<locks::Granted>(&result); granted && !p->present()) {
+        if (const auto* granted = std::get_if<locks::Granted>(&result);
+            granted && !p->ticket.Present()) {
           LetGo(*granted);
           WriteError(p->res, ErrorFor(checkout::BuyerLeft{}));
           return p->Finish();
@@ -217,7 +221,7 @@ void ReactorApi::Reserve(const std::shared_ptr<Pending>& p) {
         WriteReservation(*cart, result, p->res);
         p->Finish();
       },
-      p->present);
+      p->Present());
 }
 
 void ReactorApi::LetGo(const locks::Granted& granted) {

@@ -20,7 +20,7 @@
 // Idempotency-Key goes to the workers, whose idempotency store is synchronous.
 // A reserve that finds a lapsed holder whose Stripe session must be expired
 // first (a take-over: Stripe calls) is passed on to a worker
-// (edge::ReactorRoutes::Serve's to_workers), which reserves again from the
+// (edge::RouteTicket::ToWorkers), which reserves again from the
 // start; nothing was reserved. A hold granted to a client that has gone is
 // released (reason client_gone), as the worker route does.
 //
@@ -69,8 +69,7 @@ class ReactorApi : public edge::ReactorRoutes {
   void Start(locks::AsyncLoop& loop) override;
   void Stop() override;
   bool Wants(const std::string& method, const std::string& target) const override;
-  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present,
-             ToWorkers to_workers) override;
+  bool Serve(std::shared_ptr<httplib::Request> req, edge::RouteTicket ticket) override;
   void OnEvent(void* tag, std::uint32_t events) override;
   void EventsRead(Clock::time_point wait_began) override;
   Clock::time_point Tick(Clock::time_point now) override;

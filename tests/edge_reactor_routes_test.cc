@@ -27,6 +27,7 @@
 using paintlock::gateway::edge::EdgeOptions;
 using paintlock::gateway::edge::EdgeServer;
 using paintlock::gateway::edge::ReactorRoutes;
+using paintlock::gateway::edge::RouteTicket;
 using paintlock::testing::Eventually;
 using paintlock::testing::RawClient;
 using std::chrono::milliseconds;
@@ -56,8 +57,7 @@ class TestRoutes : public ReactorRoutes {
     return method == "POST" &&
            (target == "/now" || target == "/later" || target == "/hold" || target == "/handoff");
   }
-  bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present,
-             ToWorkers to_workers) override {
+  bool Serve(std::shared_ptr<httplib::Request> req, RouteTicket ticket) override {
     Record("serve " + req->path);
     if (req->path == "/hold") {  // keeps the reactor here until the test lets go
       std::unique_lock<std::mutex> lock(mu_);
@@ -70,12 +70,12 @@ class TestRoutes : public ReactorRoutes {
     res.set_header("X-Served-By", "reactor");
     res.set_content(req->get_header_value("X-Name") + ":" + req->body, "text/plain");
     if (req->path == "/now") {
-      answer(res);
+      ticket.Answer(res);
     } else if (req->path == "/handoff") {
-      handoffs_.push_back(std::move(to_workers));
+      handoffs_.push_back(ticket);
       ++waiting_count_;
     } else {
-      waiting_.emplace_back(std::move(answer), std::move(res));
+      waiting_.emplace_back(ticket, std::move(res));
       ++waiting_count_;
     }
     return true;
@@ -84,8 +84,8 @@ class TestRoutes : public ReactorRoutes {
     Record("event");
     std::uint64_t n;
     (void)!read(release_, &n, sizeof n);
-    for (auto& [answer, res] : waiting_) answer(res);
-    for (auto& to_workers : handoffs_) to_workers();
+    for (auto& [ticket, res] : waiting_) ticket.Answer(res);
+    for (auto& ticket : handoffs_) ticket.ToWorkers();
     waiting_count_ -= static_cast<int>(waiting_.size() + handoffs_.size());
     waiting_.clear();
     handoffs_.clear();
@@ -125,8 +125,8 @@ class TestRoutes : public ReactorRoutes {
  private:
   int release_;
   paintlock::locks::AsyncLoop* loop_ = nullptr;
-  std::deque<std::pair<Answer, httplib::Response>> waiting_;  // reactor thread only
-  std::vector<ToWorkers> handoffs_;                           // reactor thread only
+  std::deque<std::pair<RouteTicket, httplib::Response>> waiting_;  // reactor thread only
+  std::vector<RouteTicket> handoffs_;                              // reactor thread only
   void Record(const std::string& call) {
     std::lock_guard<std::mutex> lock(mu_);
     if (recording_) calls_.push_back(call);

@@ -449,6 +449,8 @@ class EdgeServer::Core {
   }
 
  private:
+  friend class RouteTicket;  // Answered, StillThere and HandToWorker
+
   // Conn::hand_back. The worker swaps kWorking or kMuted to kHandedBack; the
   // reactor swaps kWorking to kMuted, and kHandedBack to kWorking when it
   // takes the connection back.
@@ -689,11 +691,7 @@ class EdgeServer::Core {
     // Nothing more is read until it is answered; the socket stays in epoll
     // (two epoll_ctl calls a request saved) and leaves it only if the client
     // sends or closes meanwhile (OnEvent).
-    const bool taken = routes_->Serve(
-        std::move(req),
-        [this, c, serial, close](const httplib::Response& res) { Answered(c, serial, close, res); },
-        [this, c, serial] { return StillThere(c, serial); },
-        [this, c, serial] { HandToWorker(c, serial); });
+    const bool taken = routes_->Serve(std::move(req), RouteTicket(&server_, c, serial, close));
     if (!taken) {
       c->state = before;
       return false;
@@ -1285,6 +1283,18 @@ void EdgeServer::SetReactorRoutes(std::shared_ptr<ReactorRoutes> routes) {
 int EdgeServer::OpenConnections() const { return core_->Open(); }
 
 ReactorCounters EdgeServer::Counters() const { return core_->Counters(); }
+
+void RouteTicket::Answer(const httplib::Response& res) const {
+  edge_->core_->Answered(static_cast<EdgeServer::Core::Conn*>(conn_), serial_, close_, res);
+}
+
+bool RouteTicket::Present() const {
+  return edge_->core_->StillThere(static_cast<EdgeServer::Core::Conn*>(conn_), serial_);
+}
+
+void RouteTicket::ToWorkers() const {
+  edge_->core_->HandToWorker(static_cast<EdgeServer::Core::Conn*>(conn_), serial_);
+}
 
 void SetHandBackHookForTesting(void (*hook)()) {
   g_hand_back_hook.store(hook, std::memory_order_release);

@@ -79,14 +79,45 @@ struct EdgeOptions {
   std::chrono::milliseconds route_deadline{30000};
 };
 
+class EdgeServer;
+
+// The edge's handle on one request a ReactorRoutes took (Serve): a plain value
+// of four words, so that a request costs no allocation for it. Use it on the
+// reactor thread only. Each call first checks that the request is still its
+// connection's current one: a ticket that outlives its request (the client
+// left, the connection closed) answers nothing, and Present() is false.
+class RouteTicket {
+ public:
+  // Called exactly once, now or later, with the whole response (the edge adds
+  // Content-Length, and Connection: close when the connection ends after it).
+  void Answer(const httplib::Response& res) const;
+  // Asked before work that waited starts: true while the client is still
+  // there. Once false, the edge has closed the connection and logged
+  // client_gone_before_handler, and the work should not start (its answer is
+  // then optional, and dropped).
+  bool Present() const;
+  // Instead of Answer and only before it: the request goes to a worker after
+  // all, which serves it from the start as if Serve had returned false (for
+  // an outcome the routes cannot finish without blocking). Whatever the
+  // routes did meanwhile must be safe to do again. No effect once the client
+  // has gone.
+  void ToWorkers() const;
+
+ private:
+  friend class EdgeServer;  // its reactor (Core) makes them
+  RouteTicket(EdgeServer* edge, void* conn, std::uint64_t serial, bool close)
+      : edge_(edge), conn_(conn), serial_(serial), close_(close) {}
+  EdgeServer* edge_;
+  void* conn_;  // its Conn, as an identity until the edge has checked it is open
+  std::uint64_t serial_;
+  bool close_;  // the connection ends after the answer
+};
+
 // Requests the reactor answers itself, without a worker (the class comment).
 // Every call is on the reactor thread; none may block.
 class ReactorRoutes {
  public:
   using Clock = std::chrono::steady_clock;
-  using Answer = std::function<void(const httplib::Response&)>;
-  using Present = std::function<bool()>;
-  using ToWorkers = std::function<void()>;
   virtual ~ReactorRoutes() = default;
   // When the reactor takes the routes: the loop their sockets join.
   virtual void Start(locks::AsyncLoop& loop) = 0;
@@ -96,20 +127,9 @@ class ReactorRoutes {
   // From the request line alone, cheaply: whether Serve may take the request.
   virtual bool Wants(const std::string& method, const std::string& target) const = 0;
   // A whole request Wants() chose, parsed (remote_addr included). False: not
-  // taken after all, nothing done; a worker serves it. True: `answer` is
-  // called exactly once, now or later, with the whole response (the edge adds
-  // Content-Length, and Connection: close when the connection ends after it).
-  // `present`, asked before work that waited starts, is true while the client
-  // is still there; once false, the edge has closed the connection and logged
-  // client_gone_before_handler, and the work should not start (its answer is
-  // then optional, and dropped).
-  // `to_workers`, instead of `answer` and only before it, on the reactor
-  // thread: the request goes to a worker after all, which serves it from the
-  // start as if Serve had returned false (for an outcome the routes cannot
-  // finish without blocking). Whatever the routes did meanwhile must be safe
-  // to do again. No effect once the client has gone.
-  virtual bool Serve(std::shared_ptr<httplib::Request> req, Answer answer, Present present,
-                     ToWorkers to_workers) = 0;
+  // taken after all, nothing done; a worker serves it. True: the routes
+  // answer it through `ticket` (RouteTicket: Answer, Present, ToWorkers).
+  virtual bool Serve(std::shared_ptr<httplib::Request> req, RouteTicket ticket) = 0;
   // An event for a tag the routes passed to AsyncLoop::Watch.
   virtual void OnEvent(void* tag, std::uint32_t events) = 0;
   // Every event for the routes' sockets reported by an epoll_wait begun at
@@ -185,6 +205,8 @@ class EdgeServer : public base::HttpServer {
   class Core;  // the reactor and the workers (edge_server.cc)
 
  private:
+  friend class RouteTicket;  // calls into core_
+
   bool process_and_close_socket(socket_t sock) override;
   bool ServeOne(httplib::Stream& stream, bool close_connection, bool* connection_closed);
 
