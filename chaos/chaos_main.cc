@@ -173,25 +173,24 @@ std::string RenderLedger(std::uint64_t seed, double minutes, const CampaignShape
   }
   if (violations) {
     o << "\n## violations (seed " << seed << ")\n";
+    // The first ten with their histories, then once more without, last: CI
+    // prints a failed phase's last lines again.
+    std::string in_short;
     int shown = 0;
     for (const auto& r : results) {
       for (const auto& v : r.violations) {
         if (++shown > 10) break;
-        o << "\n- " << r.name.substr(0, 2) << " " << v.detail << "\n";
+        const std::string line = "- " + r.name.substr(0, 2) + " " + v.detail + "\n";
+        in_short += line;
+        o << "\n" << line;
         const auto history = History(v, answers);
         for (size_t i = 0; i < history.size() && i < 60; ++i) o << "    " << history[i] << "\n";
         if (history.size() > 60) o << "    … " << history.size() - 60 << " more\n";
       }
     }
-    if (shown > 10) o << "\n(" << shown - 10 << " more violations; see the answers file)\n";
-    // Once more without the histories, last: CI prints a failed phase's last lines again.
-    o << "\n## violations, in short\n";
-    shown = 0;
-    for (const auto& r : results) {
-      for (const auto& v : r.violations) {
-        if (++shown <= 10) o << "- " << r.name.substr(0, 2) << " " << v.detail << "\n";
-      }
-    }
+    if (violations > 10)
+      o << "\n(" << violations - 10 << " more violations; see the answers file)\n";
+    o << "\n## violations, in short\n" << in_short;
   }
   o << "\nresult: " << (violations ? "VIOLATED" : "every invariant held") << " (seed " << seed
     << "); every answer: " << out_dir << "/answers-" << seed << ".jsonl\n";
