@@ -166,6 +166,10 @@ TEST_CASE("metrics: requests the reactor answers count under the routes a worker
   Gateway gw(db, kNoStripe,
              {{{"PAINTLOCK_METRICS", kApiKeyMetrics}, {"PAINTLOCK_RATE_LIMITS", "api:5:0.001"}}});
   const std::string base = gw.base();
+  // A connection still being set up shows the statement it is preparing, which may be the
+  // reserve's: count only once all 8 (the default) have prepared every statement.
+  REQUIRE(Eventually(
+      [&] { return Value(Samples(Scrape(base).body), "paintlock_db_async_ready") == 8; }));
   // Without an Idempotency-Key the reactor answers; with one, a worker.
   REQUIRE(PostJson(base, "/v1/reservations", {{"paintings", {"p1"}}}, ApiKeyHeader()).status ==
           201);
