@@ -197,9 +197,12 @@ test('through nginx: checkout, signed webhooks and the stream work; slow clients
     body: JSON.stringify({ paintings: ['p6'] }),
   });
   assert.equal(buyer.status, 201);
+  // The timer is unref'd: once the test is done, it must not keep node alive for 30 s.
   await Promise.race([
     Promise.all(closed),
-    new Promise((_, reject) => setTimeout(() => reject(new Error('nginx kept slow clients')), 30_000)),
+    new Promise((_, reject) =>
+      setTimeout(() => reject(new Error('nginx kept slow clients')), 30_000).unref(),
+    ),
   ]);
   for (const gateway of [one, two]) {
     const log = fs.readFileSync(gateway.logPath, 'utf8');
