@@ -67,11 +67,13 @@ std::string Fmt(double unix_seconds) {
 
 // When a reservation held its paintings: from its creation until its hold
 // lapsed or it was released, and from its sale on (a late payment accepted
-// sells after the hold lapsed).
+// sells after the hold lapsed, or after an operator's release: `release
+// --force` leaves the Stripe session open, and its payment may land later).
 std::vector<Interval> LiveIntervals(const ReservationRow& r) {
   std::vector<Interval> out;
   const double forever = 1e12;
-  if (r.state == "sold" && (r.sold_at < 0 || r.sold_at <= r.held_until)) {
+  const bool released_before_sale = r.released_at >= 0 && r.released_at < r.sold_at;
+  if (r.state == "sold" && (r.sold_at < 0 || r.sold_at <= r.held_until) && !released_before_sale) {
     out.push_back({r.created, forever, kExactSlackSeconds});
     return out;
   }

@@ -196,6 +196,45 @@ TEST_CASE(
   CHECK(lies(chaos::CheckEverything(in)) == 1);
 }
 
+TEST_CASE(
+    "chaos: a sale paid after an operator's release holds from the sale on, not from the start") {
+  // CI's campaign of seed 13641012457344394587: `release --force` of the first reservation
+  // left its Stripe session open; a second reserved the painting and was released; then
+  // the first session's payment landed and sold the painting (a late payment accepted).
+  TestDatabase db;
+  const std::string first = Reserve(db, "p5");
+  Age(db, first);
+  const std::string second = Reserve(db, "p5");
+  REQUIRE(!second.empty());
+  const auto at = [](double seconds) {
+    return "now() - interval '1 minute' + interval '" + std::to_string(seconds) + " seconds'";
+  };
+  db.Exec("DELETE FROM audit_log WHERE action = 'release'");
+  db.Exec("UPDATE reservations SET state = 'sold', created_at = " + at(0) +
+          ", held_until = " + at(6) + ", sold_at = " + at(5) + ", updated_at = " + at(5) +
+          " WHERE id = '" + first + "'");
+  db.Exec("UPDATE reservations SET state = 'released', created_at = " + at(1.2) +
+          ", held_until = " + at(7.2) + ", updated_at = " + at(4.8) + " WHERE id = '" + second +
+          "'");
+  db.Exec("INSERT INTO audit_log (at, actor, action, reservation_id, reason) VALUES (" + at(0.6) +
+          ", 'paintlockctl', 'release', '" + first + "', 'chaos'), (" + at(4.8) +
+          ", 'paintlockctl', 'release', '" + second + "', 'chaos')");
+  const auto overlaps = [&] {
+    const std::string report = Report(chaos::CheckEverything(Input(db)));
+    INFO(report);
+    std::size_t n = 0;
+    for (auto pos = report.find("at once"); pos != std::string::npos;
+         pos = report.find("at once", pos + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  CHECK(overlaps() == 0);  // held [0, 0.6] and from 5 on; the second [1.2, 4.8]
+  // Sold at 2.5, while the second still held it: two holders at once.
+  db.Exec("UPDATE reservations SET sold_at = " + at(2.5) + " WHERE id = '" + first + "'");
+  CHECK(overlaps() == 1);
+}
+
 TEST_CASE("chaos: a quota decision answered 503 outcome_unknown may have been counted") {
   TestDatabase db;
   chaos::CheckInput in = Input(db);
