@@ -163,13 +163,17 @@ TEST_CASE("metrics: a scrape after traffic counts it by route, outcome and endpo
 
 TEST_CASE("metrics: requests the reactor answers count under the routes a worker's would") {
   TestDatabase db;
+  constexpr int kAsyncConnections = 8;
   Gateway gw(db, kNoStripe,
-             {{{"PAINTLOCK_METRICS", kApiKeyMetrics}, {"PAINTLOCK_RATE_LIMITS", "api:5:0.001"}}});
+             {{{"PAINTLOCK_METRICS", kApiKeyMetrics},
+               {"PAINTLOCK_RATE_LIMITS", "api:5:0.001"},
+               {"PAINTLOCK_DB_ASYNC_CONNECTIONS", std::to_string(kAsyncConnections)}}});
   const std::string base = gw.base();
   // A connection still being set up shows the statement it is preparing, which may be the
-  // reserve's: count only once all 8 (the default) have prepared every statement.
-  REQUIRE(Eventually(
-      [&] { return Value(Samples(Scrape(base).body), "paintlock_db_async_ready") == 8; }));
+  // reserve's: count only once all of them have prepared every statement.
+  REQUIRE(Eventually([&] {
+    return Value(Samples(Scrape(base).body), "paintlock_db_async_ready") == kAsyncConnections;
+  }));
   // Without an Idempotency-Key the reactor answers; with one, a worker.
   REQUIRE(PostJson(base, "/v1/reservations", {{"paintings", {"p1"}}}, ApiKeyHeader()).status ==
           201);
