@@ -269,9 +269,10 @@ const std::string& MigratedTemplate() {
   static const std::string name = "t_template";
   static std::once_flag once;
   std::call_once(once, [] {
+    const std::string lock_key = "hashtext('paintlock test template')";
     pqxx::connection admin(AdminUrl());
     pqxx::nontransaction n(admin);
-    n.exec("SELECT pg_advisory_lock(hashtext('paintlock test template'))");
+    n.exec("SELECT pg_advisory_lock(" + lock_key + ")");
     if (n.exec("SELECT 1 FROM pg_database WHERE datname = " + n.quote(name)).empty()) {
       const std::string building = name + "_building";
       n.exec("DROP DATABASE IF EXISTS " + building + " WITH (FORCE)");
@@ -281,7 +282,7 @@ const std::string& MigratedTemplate() {
                       error);
       n.exec("ALTER DATABASE " + building + " RENAME TO " + name);
     }
-    n.exec("SELECT pg_advisory_unlock(hashtext('paintlock test template'))");
+    n.exec("SELECT pg_advisory_unlock(" + lock_key + ")");
   });
   return name;
 }
