@@ -196,6 +196,7 @@ Config ParseConfig(const base::EnvLookup& env, std::vector<std::string>* problem
   r.Integer("PAINTLOCK_DB_ASYNC_CONNECTIONS", 0, 512, "a whole number", &c.db_async_connections);
   r.Millis("PAINTLOCK_DB_LOCK_TIMEOUT_MS", 10, 60000, &c.database.lock_timeout);
   r.Millis("PAINTLOCK_DB_STATEMENT_TIMEOUT_MS", 100, 600000, &c.database.statement_timeout);
+  r.Millis("PAINTLOCK_DB_OUTCOME_LOOKUP_MS", 0, 60000, &c.database.outcome_lookup_patience);
   if (auto v = r.Get("PAINTLOCK_DB_STATEMENTS")) {
     if (!locks::ParseStatementMode(*v, &c.database.statements)) {
       r.Problem("PAINTLOCK_DB_STATEMENTS", "must be named or unnamed, got \"" + *v + "\"");
@@ -328,6 +329,10 @@ std::string ConfigHelp() {
                                     quota consumes; 0: workers serve them (default 8)
   PAINTLOCK_DB_LOCK_TIMEOUT_MS      lock_timeout (default 1000)
   PAINTLOCK_DB_STATEMENT_TIMEOUT_MS statement_timeout (default 5000)
+  PAINTLOCK_DB_OUTCOME_LOOKUP_MS    a write whose connection broke after it was sent is looked
+                                    up by its id this long while no database answers, before
+                                    503 outcome_unknown; longer than a failover, 0..60000
+                                    (default 10000)
   PAINTLOCK_DB_STATEMENTS           named | unnamed: unnamed statements work through PgBouncer's
                                     transaction pooling (default named)
   PAINTLOCK_LISTEN_DATABASE_URL     where availability streams LISTEN: a direct connection to

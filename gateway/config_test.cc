@@ -73,6 +73,27 @@ TEST_CASE("behind PgBouncer: unnamed statements and a direct URL for LISTEN") {
   CHECK(problems[0].rfind("PAINTLOCK_DB_STATEMENTS:", 0) == 0);
 }
 
+TEST_CASE("PAINTLOCK_DB_OUTCOME_LOOKUP_MS: how long a lost write's outcome is looked up") {
+  auto vars = kMinimal;
+  std::vector<std::string> problems;
+  CHECK(ParseConfig(MapEnv(vars), &problems).database.outcome_lookup_patience ==
+        std::chrono::seconds(10));
+  vars["PAINTLOCK_DB_OUTCOME_LOOKUP_MS"] = "2500";
+  CHECK(ParseConfig(MapEnv(vars), &problems).database.outcome_lookup_patience ==
+        std::chrono::milliseconds(2500));
+  vars["PAINTLOCK_DB_OUTCOME_LOOKUP_MS"] = "0";
+  CHECK(ParseConfig(MapEnv(vars), &problems).database.outcome_lookup_patience ==
+        std::chrono::milliseconds(0));
+  REQUIRE(problems.empty());
+  for (const char* bad : {"-1", "60001", "10s"}) {
+    problems.clear();
+    vars["PAINTLOCK_DB_OUTCOME_LOOKUP_MS"] = bad;
+    ParseConfig(MapEnv(vars), &problems);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].rfind("PAINTLOCK_DB_OUTCOME_LOOKUP_MS:", 0) == 0);
+  }
+}
+
 TEST_CASE("STRIPE_API_VERSION pins the Stripe-Version sent, and must look like one") {
   auto vars = kMinimal;
   std::vector<std::string> problems;

@@ -58,6 +58,7 @@ struct DatabaseOptions {
   std::chrono::milliseconds acquire_timeout{5000};  // waiting for a free connection
   // How long LookUpPatiently() keeps asking an unreachable database; longer than a failover
   // (about 4-7 s measured, bench/reports/ha-cluster.md), shorter than a client's patience.
+  // PAINTLOCK_DB_OUTCOME_LOOKUP_MS sets it for the gateway.
   std::chrono::milliseconds outcome_lookup_patience{10000};
   std::string application_name = "paintlock";
   // Named prepared statements, or unnamed ones for PgBouncer's transaction

@@ -229,6 +229,8 @@ TEST_CASE("sell mode: a reservation the database may have committed is never sol
   TestDatabase db;
   auto env = kSell;
   env["PAINTLOCK_DB_LOCK_TIMEOUT_MS"] = "20000";
+  // The database stays down: the look-up of the lost reserve can only give up, after this.
+  env["PAINTLOCK_DB_OUTCOME_LOOKUP_MS"] = "1000";
   Shop shop(db, env);
   Reply reply;
   {
