@@ -22,6 +22,7 @@ help:
 	@echo "make format  clang-format every C++ file"
 	@echo "make format-check  fail if a C++ file is not clang-formatted (CI runs it)"
 	@echo "make package  the Debian package (build/paintlock_VERSION_ARCH.deb)"
+	@echo "Every script (fixtures/, bench/, fuzz/, deploy/, .ci/run) prints its usage with --help."
 
 # What building and `make run` need; test-deps adds the test, sanitizer, packaging
 # and HA tools (Chromium, nginx, clang, Node.js and npm ci, Patroni, PgBouncer, …).

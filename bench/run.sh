@@ -42,6 +42,7 @@
 #   smoke: BENCH_SECONDS=2 BENCH_CLIENTS=2 BENCH_ROUNDS=1 bench/run.sh
 #   BENCH_WRITE_SCRIPTS=1 rewrites bench/pgbench/*.sql from sql/queries/.
 set -euo pipefail
+source "$(dirname "$0")/../fixtures/help.sh" "$@"
 shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$here/${1:-build}" && pwd)

@@ -7,6 +7,7 @@
 # the run; its input is saved as BUILD/fuzz-crashes/<parser>-crash-…: add it to
 # fixtures/fuzz/<parser>/ and a unit test beside the code, then fix the bug.
 set -euo pipefail
+source "$(dirname "$0")/../fixtures/help.sh" "$@"
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?build directory}
 seconds=${2:-60}

@@ -3,6 +3,7 @@
 # once (exit 1), before starting anything, with one line that says what to do.
 #   tests/run_demo_refusal.sh BUILD_DIR
 set -uo pipefail
+source "$(dirname "$0")/../fixtures/help.sh" "$@"
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=$(env -u STRIPE_WEBHOOK_SECRET -u DATABASE_URL STRIPE_SECRET_KEY=sk_test_not_a_real_key \
   PAINTLOCK_PORT=1 timeout 20 "$here/fixtures/run-demo.sh" "$1" 2>&1)
