@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <iostream>
 #include <pqxx/pqxx>
 #include <thread>
 
@@ -73,14 +75,26 @@ void Campaign::Run(std::int64_t duration_ms) {
     }
   });
   std::vector<std::thread> threads;
+  const auto planned = std::count_if(steps_.begin(), steps_.end(),
+                                     [&](const Step& s) { return s.at_ms <= duration_ms; });
+  std::int64_t next_progress_ms = 60000;  // a line a minute, so a long campaign shows it is alive
   for (const Step& s : steps_) {
     if (s.at_ms > duration_ms) break;
     while (NowMs() < s.at_ms && !interrupted_) std::this_thread::sleep_for(5ms);
     if (interrupted_) break;
+    if (s.at_ms >= next_progress_ms) {
+      std::cout << "chaos: " << next_progress_ms / 60000 << " of " << duration_ms / 60000.0
+                << " min: " << threads.size() << " of " << planned << " steps started, "
+                << ledger_.Recorded() << " answered" << std::endl;
+      next_progress_ms += 60000;
+    }
     threads.emplace_back([this, &s] { Execute(s); });
   }
   // Every step is bounded (HTTP timeouts, paintlockctl timeouts, bounded
   // waits for parents), so these joins end.
+  std::cout << "chaos: " << threads.size() << " of " << planned << " steps started"
+            << (interrupted_ ? " (interrupted)" : "")
+            << "; waiting for the last answers, then settling and checking" << std::endl;
   for (auto& t : threads) t.join();
   running = false;
   sampler.join();

@@ -23,6 +23,11 @@ void Ledger::Record(Answer a) {
   cv_.notify_all();
 }
 
+size_t Ledger::Recorded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<size_t>(std::count(done_.begin(), done_.end(), true));
+}
+
 std::optional<Answer> Ledger::WaitFor(int index, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_.wait_for(lock, timeout, [&] { return static_cast<bool>(done_[index]); })) {

@@ -45,6 +45,7 @@ class Ledger {
   // The answer of step `index` once it has run; nullopt after `timeout`.
   std::optional<Answer> WaitFor(int index, std::chrono::milliseconds timeout);
   std::vector<Answer> Done() const;  // every recorded answer, by start time
+  size_t Recorded() const;           // how many steps have an answer so far
 
  private:
   mutable std::mutex mu_;
