@@ -10,11 +10,13 @@ cd "$src"
 mapfile -t scripts < <(find . \( -path './build*' -o -path '*/node_modules' -o -path ./.git \) -prune \
   -o -type f \( -name '*.sh' -o -path ./.ci/run \) -perm -u+x -print | sort)
 ((${#scripts[@]} >= 10)) || { echo "FAIL: found only ${#scripts[@]} scripts under $src" >&2; exit 1; }
+err_file=$(mktemp)
+trap 'rm -f "$err_file"' EXIT
 failed=0
 for script in "${scripts[@]}"; do
-  out=$(timeout 10 "$script" --help 2>/tmp/scripts-help-err.$$)
+  out=$(timeout 10 "$script" --help 2>"$err_file")
   rc=$?
-  err=$(cat /tmp/scripts-help-err.$$)
+  err=$(cat "$err_file")
   if [[ $rc -ne 0 || -z "$out" || -n "$err" ]]; then
     echo "FAIL: $script --help: exit $rc, $(printf '%s' "$out" | wc -l) line(s) of usage, stderr: ${err:0:200}" >&2
     failed=1
@@ -22,5 +24,4 @@ for script in "${scripts[@]}"; do
     echo "ok: $script --help ($(printf '%s\n' "$out" | wc -l) lines)"
   fi
 done
-rm -f /tmp/scripts-help-err.$$
 exit $failed
