@@ -5,6 +5,7 @@
 #include <pqxx/pqxx>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "locks/database.h"
 
@@ -538,6 +539,15 @@ class Checker {
 };
 
 }  // namespace
+
+json StripeRecords(const std::string& path, int status, json body) {
+  if (status != 200 || !body.is_array()) {
+    throw std::runtime_error("GET " + path + " did not answer 200 with a list (" +
+                             (status ? "status " + std::to_string(status) : "no answer") +
+                             "): nothing can be checked against the fake Stripe");
+  }
+  return body;
+}
 
 std::vector<InvariantResult> CheckEverything(const CheckInput& in) { return Checker(in).Run(); }
 

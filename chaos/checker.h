@@ -39,6 +39,11 @@ struct CheckInput {
   CampaignShape shape;
 };
 
+// The fake Stripe's answer to GET `path` (/_test/sessions, /_test/refunds, /_test/events):
+// its list. Anything but 200 with a JSON array (status 0: no answer) throws, so that no
+// check ever passes on an empty list the fake Stripe did not give.
+nlohmann::json StripeRecords(const std::string& path, int status, nlohmann::json body);
+
 // One result per invariant, in a fixed order. Never throws: a database that
 // cannot be read is itself reported as a violation of the first invariant.
 std::vector<InvariantResult> CheckEverything(const CheckInput& in);

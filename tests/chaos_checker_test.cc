@@ -104,6 +104,19 @@ TEST_CASE("chaos: the same seed draws the same schedule, and a long one has ever
   }
 }
 
+TEST_CASE("chaos: a fake Stripe that gave no list fails the campaign, never an empty check") {
+  // What the campaign reads after its steps: the fake Stripe's sessions, refunds, events.
+  FakeStripe stripe;
+  const json sessions = stripe.Control("GET", "/_test/sessions");
+  CHECK(chaos::StripeRecords("/_test/sessions", 200, sessions) == sessions);
+  // A Stripe that died, or answered something else: invariant 2 would have "checked 0".
+  CHECK_THROWS_WITH(chaos::StripeRecords("/_test/sessions", 0, nullptr),
+                    doctest::Contains("(no answer)"));
+  CHECK_THROWS_WITH(chaos::StripeRecords("/_test/refunds", 500, json{{"error", "x"}}),
+                    doctest::Contains("(status 500)"));
+  CHECK_THROWS(chaos::StripeRecords("/_test/events", 200, json::object()));
+}
+
 TEST_CASE("chaos: the checker passes a clean shop and names every broken invariant") {
   {
     TestDatabase db;
