@@ -22,8 +22,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-if [[ ${1:-} == --help || ${1:-} == -h ]]; then usage; exit 0; fi
+source "$(dirname "$0")/../fixtures/help.sh" "$@"
 if (($# != 2)); then usage >&2; exit 2; fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 a=$(readlink -f "$1")

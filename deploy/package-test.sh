@@ -7,13 +7,10 @@
 #
 #   deploy/package-test.sh [BUILD]    (default: build)
 set -euo pipefail
+source "$(dirname "$0")/../fixtures/help.sh" "$@"
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 cd "$here"
-if [[ "${1:-}" == --help || "${1:-}" == -h ]]; then
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
 [[ $(id -u) -eq 0 ]] || { echo "package-test: needs root (dpkg -i)" >&2; exit 2; }
 
 deb=$(make -s package BUILD="$build" | tail -1)
