@@ -116,7 +116,7 @@ std::string RenderLedger(std::uint64_t seed, double minutes, const CampaignShape
                          const std::vector<Step>& steps, const std::vector<Answer>& answers,
                          const std::vector<std::string>& settle, const Rig::RelayStats& relay,
                          const std::vector<InvariantResult>& results, const std::string& failover,
-                         const std::string& out_dir) {
+                         const std::string& out_dir, bool interrupted) {
   std::ostringstream o;
   o << "# paintlock chaos ledger"
     << (shape.pgbouncer ? " (HA through PgBouncer: Patroni cluster, primary kills)"
@@ -192,8 +192,14 @@ std::string RenderLedger(std::uint64_t seed, double minutes, const CampaignShape
       o << "\n(" << violations - 10 << " more violations; see the answers file)\n";
     o << "\n## violations, in short\n" << in_short;
   }
-  o << "\nresult: " << (violations ? "VIOLATED" : "every invariant held") << " (seed " << seed
-    << "); every answer: " << out_dir << "/answers-" << seed << ".jsonl\n";
+  // An interrupted run checked only the steps it started: it passes nothing.
+  o << "\nresult: "
+    << (violations    ? "VIOLATED"
+        : interrupted ? "INTERRUPTED: " + std::to_string(answers.size()) + " of " +
+                            std::to_string(steps.size()) +
+                            " steps answered, no violation among them; the campaign is incomplete"
+                      : "every invariant held")
+    << " (seed " << seed << "); every answer: " << out_dir << "/answers-" << seed << ".jsonl\n";
   return o.str();
 }
 
@@ -246,7 +252,8 @@ int main(int argc, char** argv) {
       "               LISTEN on the multi-host URL (PAINTLOCK_LISTEN_DATABASE_URL)\n"
       "  --dry-run    print the schedule and exit\n"
       "\n"
-      "Exit 0: every invariant held; 1: a violation (seed and history printed);\n"
+      "Exit 0: every invariant held; 1: a violation (seed and history printed), or the\n"
+      "run was interrupted (SIGINT, SIGTERM) and checked only the steps it started;\n"
       "2: bad usage, or the rig could not be set up; 77: --ha, but Patroni or etcd\n"
       "is not installed (fixtures/deps.sh --ha).\n";
   for (int i = 1; i < argc; ++i) {
@@ -377,7 +384,7 @@ int main(int argc, char** argv) {
   rig.reset();  // every process stops here, the cluster included
 
   const std::string ledger = RenderLedger(seed, minutes, shape, steps, in.answers, settle, relay,
-                                          results, failover, out_dir);
+                                          results, failover, out_dir, g_interrupted);
   std::cout << ledger << std::flush;
   std::ofstream(out_dir + "/ledger-" + std::to_string(seed) + ".md") << ledger;
   WriteAnswers(out_dir + "/answers-" + std::to_string(seed) + ".jsonl", in.answers);
