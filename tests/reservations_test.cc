@@ -468,9 +468,10 @@ TEST_CASE(
     pqxx::nontransaction n(session);
     REQUIRE(n.exec_params(some, "{h" + std::to_string(i) + "}").size() == 1);
   }
-  // A reader whose snapshot predates the holds keeps the lock rows' old
-  // versions, and their index entries, alive; any older transaction in the
-  // cluster may do the same, so the count below is taken with them always there.
+  // The holds leave old versions of the lock rows, and their index entries,
+  // that no scan skips while a snapshot may still see them; whether one does
+  // depends on what else runs. A reader whose snapshot predates the holds
+  // makes it so every time, so the count below does not depend on it.
   pqxx::connection old_reader(db.url());
   pqxx::work old_snapshot(old_reader, "old_snapshot");
   old_snapshot.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
