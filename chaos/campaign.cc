@@ -75,8 +75,7 @@ void Campaign::Run(std::int64_t duration_ms) {
     }
   });
   std::vector<std::thread> threads;
-  const auto planned = std::count_if(steps_.begin(), steps_.end(),
-                                     [&](const Step& s) { return s.at_ms <= duration_ms; });
+  const std::size_t planned = StepsWithin(steps_, duration_ms);
   std::int64_t next_progress_ms = 60000;  // a line a minute, so a long campaign shows it is alive
   for (const Step& s : steps_) {
     if (s.at_ms > duration_ms) break;

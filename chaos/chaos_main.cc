@@ -112,19 +112,21 @@ std::vector<std::string> History(const Violation& v, const std::vector<Answer>& 
   return out;
 }
 
-std::string RenderLedger(std::uint64_t seed, double minutes, const CampaignShape& shape,
-                         const std::vector<Step>& steps, const std::vector<Answer>& answers,
-                         const std::vector<std::string>& settle, const Rig::RelayStats& relay,
-                         const std::vector<InvariantResult>& results, const std::string& failover,
-                         const std::string& out_dir, bool interrupted) {
+std::string RenderLedger(std::uint64_t seed, double minutes, std::int64_t duration_ms,
+                         const CampaignShape& shape, const std::vector<Step>& steps,
+                         const std::vector<Answer>& answers, const std::vector<std::string>& settle,
+                         const Rig::RelayStats& relay, const std::vector<InvariantResult>& results,
+                         const std::string& failover, const std::string& out_dir,
+                         bool interrupted) {
   std::ostringstream o;
   o << "# paintlock chaos ledger"
     << (shape.pgbouncer ? " (HA through PgBouncer: Patroni cluster, primary kills)"
         : shape.ha      ? " (HA: Patroni cluster, primary kills)"
                         : "")
     << "\n\n";
-  o << "seed " << seed << ", " << minutes << " min; schedule of " << steps.size()
-    << " steps, fingerprint " << std::hex << Fingerprint(steps) << std::dec << "\n";
+  o << "seed " << seed << ", " << minutes << " min; schedule of " << steps.size() << " steps ("
+    << StepsWithin(steps, duration_ms) << " within the run), fingerprint " << std::hex
+    << Fingerprint(steps) << std::dec << "\n";
   o << "replay: make chaos SEED=" << seed << " MINUTES=" << minutes << ReplayFlags(shape)
     << "  (the same steps at the same times; the wall-clock interleaving of concurrent "
        "clients may differ)\n\n";
@@ -196,7 +198,7 @@ std::string RenderLedger(std::uint64_t seed, double minutes, const CampaignShape
   o << "\nresult: "
     << (violations    ? "VIOLATED"
         : interrupted ? "INTERRUPTED: " + std::to_string(answers.size()) + " of " +
-                            std::to_string(steps.size()) +
+                            std::to_string(StepsWithin(steps, duration_ms)) +
                             " steps answered, no violation among them; the campaign is incomplete"
                       : "every invariant held")
     << " (seed " << seed << "); every answer: " << out_dir << "/answers-" << seed << ".jsonl\n";
@@ -383,8 +385,8 @@ int main(int argc, char** argv) {
   }
   rig.reset();  // every process stops here, the cluster included
 
-  const std::string ledger = RenderLedger(seed, minutes, shape, steps, in.answers, settle, relay,
-                                          results, failover, out_dir, g_interrupted);
+  const std::string ledger = RenderLedger(seed, minutes, duration_ms, shape, steps, in.answers,
+                                          settle, relay, results, failover, out_dir, g_interrupted);
   std::cout << ledger << std::flush;
   std::ofstream(out_dir + "/ledger-" + std::to_string(seed) + ".md") << ledger;
   WriteAnswers(out_dir + "/answers-" + std::to_string(seed) + ".jsonl", in.answers);

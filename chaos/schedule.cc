@@ -310,6 +310,11 @@ std::vector<Step> MakeSchedule(std::uint64_t seed, std::int64_t duration_ms,
   return Generator(seed, duration_ms, shape).Run();
 }
 
+std::size_t StepsWithin(const std::vector<Step>& steps, std::int64_t duration_ms) {
+  return static_cast<std::size_t>(std::count_if(
+      steps.begin(), steps.end(), [&](const Step& s) { return s.at_ms <= duration_ms; }));
+}
+
 std::string Describe(const Step& s) {
   std::ostringstream o;
   o << "#" << s.index << " " << StepName(s.kind);

@@ -110,6 +110,10 @@ CampaignShape ShapeFor(std::int64_t duration_ms);
 std::vector<Step> MakeSchedule(std::uint64_t seed, std::int64_t duration_ms,
                                const CampaignShape& shape);
 
+// How many of `steps` a run of `duration_ms` starts: a child step (a payment
+// after its checkout, say) may fall after the end, and is never run.
+std::size_t StepsWithin(const std::vector<Step>& steps, std::int64_t duration_ms);
+
 // A hash of the schedule's content: equal for equal seeds, printed in the
 // ledger so two runs can be seen to have replayed the same schedule.
 std::uint64_t Fingerprint(const std::vector<Step>& steps);
