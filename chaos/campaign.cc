@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <iostream>
 #include <pqxx/pqxx>
 #include <thread>

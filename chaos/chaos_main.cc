@@ -112,7 +112,7 @@ std::vector<std::string> History(const Violation& v, const std::vector<Answer>& 
   return out;
 }
 
-std::string RenderLedger(std::uint64_t seed, double minutes, std::int64_t duration_ms,
+std::string RenderLedger(std::uint64_t seed, double minutes, std::size_t steps_within,
                          const CampaignShape& shape, const std::vector<Step>& steps,
                          const std::vector<Answer>& answers, const std::vector<std::string>& settle,
                          const Rig::RelayStats& relay, const std::vector<InvariantResult>& results,
@@ -125,8 +125,8 @@ std::string RenderLedger(std::uint64_t seed, double minutes, std::int64_t durati
                         : "")
     << "\n\n";
   o << "seed " << seed << ", " << minutes << " min; schedule of " << steps.size() << " steps ("
-    << StepsWithin(steps, duration_ms) << " within the run), fingerprint " << std::hex
-    << Fingerprint(steps) << std::dec << "\n";
+    << steps_within << " within the run), fingerprint " << std::hex << Fingerprint(steps)
+    << std::dec << "\n";
   o << "replay: make chaos SEED=" << seed << " MINUTES=" << minutes << ReplayFlags(shape)
     << "  (the same steps at the same times; the wall-clock interleaving of concurrent "
        "clients may differ)\n\n";
@@ -198,7 +198,7 @@ std::string RenderLedger(std::uint64_t seed, double minutes, std::int64_t durati
   o << "\nresult: "
     << (violations    ? "VIOLATED"
         : interrupted ? "INTERRUPTED: " + std::to_string(answers.size()) + " of " +
-                            std::to_string(StepsWithin(steps, duration_ms)) +
+                            std::to_string(steps_within) +
                             " steps answered, no violation among them; the campaign is incomplete"
                       : "every invariant held")
     << " (seed " << seed << "); every answer: " << out_dir << "/answers-" << seed << ".jsonl\n";
@@ -385,8 +385,9 @@ int main(int argc, char** argv) {
   }
   rig.reset();  // every process stops here, the cluster included
 
-  const std::string ledger = RenderLedger(seed, minutes, duration_ms, shape, steps, in.answers,
-                                          settle, relay, results, failover, out_dir, g_interrupted);
+  const std::string ledger =
+      RenderLedger(seed, minutes, StepsWithin(steps, duration_ms), shape, steps, in.answers, settle,
+                   relay, results, failover, out_dir, g_interrupted);
   std::cout << ledger << std::flush;
   std::ofstream(out_dir + "/ledger-" + std::to_string(seed) + ".md") << ledger;
   WriteAnswers(out_dir + "/answers-" + std::to_string(seed) + ".jsonl", in.answers);
